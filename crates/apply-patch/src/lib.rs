@@ -1,0 +1,92 @@
+//! Parse and apply patches in the `*** Begin Patch` format used by coding
+//! agents such as OpenAI Codex.
+//!
+//! A patch adds, deletes, updates and renames files:
+//!
+//! ```text
+//! *** Begin Patch
+//! *** Add File: hello.txt
+//! +Hello, world!
+//! *** Update File: src/main.rs
+//! @@ fn main() {
+//! -    println!("old");
+//! +    println!("new");
+//! *** Delete File: obsolete.txt
+//! *** End Patch
+//! ```
+//!
+//! Work happens in three steps, which callers may run separately — for
+//! instance to show a user the diffs and ask for approval before writing:
+//!
+//! 1. [`parse_patch`] checks the syntax and returns a [`Patch`]; errors name
+//!    the line and what was expected there.
+//! 2. [`plan_patch`] reads the files and computes every new content and a
+//!    [`unified_diff`], without writing anything. Chunks are located by their
+//!    context lines (exactly, then ignoring trailing whitespace, then ignoring
+//!    surrounding whitespace), each after the previous one; errors say which
+//!    chunk of which file did not match and show the lines sought.
+//! 3. [`apply_planned`] writes all changes or none: if a write fails midway,
+//!    the files already changed are restored before the error is returned.
+//!
+//! [`apply_patch`] runs all three. [`extract_patch_from_argv`] recognises a
+//! shell command that is really a patch (`apply_patch <<'EOF' … EOF`).
+//!
+//! # Example
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("greeting.txt"), "hello\nworld\n")?;
+//!
+//! let patch = "*** Begin Patch
+//! *** Update File: greeting.txt
+//! @@
+//!  hello
+//! -world
+//! +there
+//! *** End Patch";
+//!
+//! let changes = deputy_apply_patch::plan_patch(
+//!     &deputy_apply_patch::parse_patch(patch)?,
+//!     dir.path(),
+//! )?;
+//! let summary = deputy_apply_patch::apply_planned(&changes)?;
+//!
+//! assert_eq!(summary.to_string(), "Success. Updated the following files:\nM greeting.txt\n");
+//! assert_eq!(std::fs::read_to_string(dir.path().join("greeting.txt"))?, "hello\nthere\n");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Compatibility notes
+//!
+//! * `*** Add File:` over an existing file overwrites it, as Codex does.
+//! * A chunk with only `+` lines is inserted after its `@@ text` anchor, or at
+//!   the end of the file when it has none.
+//! * Files keep their line endings: CRLF files stay CRLF, and a file without
+//!   a final newline does not gain one.
+
+mod diff;
+mod error;
+mod heredoc;
+mod invocation;
+mod parser;
+mod plan;
+mod transaction;
+mod update;
+
+use std::path::Path;
+
+pub use diff::unified_diff;
+pub use error::{ApplyError, PatchError};
+pub use invocation::{ExtractedPatch, extract_patch_from_argv};
+pub use parser::{Hunk, ParseError, Patch, UpdateChunk, parse_patch};
+pub use plan::{PlannedChange, plan_patch};
+pub use transaction::{ApplySummary, apply_planned};
+
+/// Parses `text`, plans it against `cwd` and applies it all-or-nothing.
+pub fn apply_patch(text: &str, cwd: &Path) -> Result<ApplySummary, PatchError> {
+    let patch = parse_patch(text)?;
+    let changes = plan_patch(&patch, cwd)?;
+    Ok(apply_planned(&changes)?)
+}

@@ -1,0 +1,186 @@
+//! Waiting for a user's decision: one pending answer per tool call, a timeout,
+//! and what the user approved for the rest of the session.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use deputy_protocol::ReviewDecision;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// A decision, with the reason when nobody actually decided (timeout, client unable to ask…).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The decision.
+    pub decision: ReviewDecision,
+    /// Why it was decided without the user, if so.
+    pub reason: Option<String>,
+}
+
+/// Pending approval requests of one thread and its session-wide approvals.
+#[derive(Debug)]
+pub struct ApprovalGate {
+    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    approved_commands: Mutex<HashSet<Vec<String>>>,
+    approved_files: Mutex<HashSet<PathBuf>>,
+    timeout: Duration,
+}
+
+impl ApprovalGate {
+    /// A gate whose requests count as denied after `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            pending: Mutex::default(),
+            approved_commands: Mutex::default(),
+            approved_files: Mutex::default(),
+            timeout,
+        }
+    }
+
+    /// Registers a request under `call_id`; await the returned [`PendingApproval`]
+    /// after the request event has been sent.
+    pub fn register(&self, call_id: &str) -> PendingApproval {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(call_id.to_string(), tx);
+        PendingApproval {
+            rx,
+            timeout: self.timeout,
+        }
+    }
+
+    /// Delivers an answer; false when nothing waits under that id (late or unknown).
+    pub fn resolve(&self, call_id: &str, answer: Answer) -> bool {
+        match lock(&self.pending).remove(call_id) {
+            Some(tx) => tx.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Forgets requests nobody answered (the turn that asked has ended).
+    pub fn clear_pending(&self) {
+        lock(&self.pending).clear();
+    }
+
+    /// Whether this argv was approved for the session.
+    pub fn command_approved_for_session(&self, argv: &[String]) -> bool {
+        lock(&self.approved_commands).contains(argv)
+    }
+
+    /// Remembers an argv approved for the session.
+    pub fn approve_command_for_session(&self, argv: Vec<String>) {
+        lock(&self.approved_commands).insert(argv);
+    }
+
+    /// Whether every one of these files was approved for the session.
+    pub fn files_approved_for_session<'a>(
+        &self,
+        mut files: impl Iterator<Item = &'a PathBuf>,
+    ) -> bool {
+        let approved = lock(&self.approved_files);
+        files.all(|f| approved.contains(f))
+    }
+
+    /// Remembers files approved for the session.
+    pub fn approve_files_for_session(&self, files: impl IntoIterator<Item = PathBuf>) {
+        lock(&self.approved_files).extend(files);
+    }
+}
+
+/// An approval being waited for.
+#[derive(Debug)]
+pub struct PendingApproval {
+    rx: oneshot::Receiver<Answer>,
+    timeout: Duration,
+}
+
+impl PendingApproval {
+    /// Waits for the answer. No answer in time → `TimedOut` with a reason;
+    /// the turn being cancelled → `Abort`.
+    pub async fn wait(self, cancel: &CancellationToken) -> Answer {
+        let timeout = self.timeout;
+        tokio::select! {
+            answer = self.rx => answer.unwrap_or(Answer {
+                decision: ReviewDecision::Denied,
+                reason: Some("the approval request was dropped before it was answered".into()),
+            }),
+            () = tokio::time::sleep(timeout) => Answer {
+                decision: ReviewDecision::TimedOut,
+                reason: Some(format!(
+                    "no answer to the approval request within {} s",
+                    timeout.as_secs()
+                )),
+            },
+            () = cancel.cancelled() => Answer {
+                decision: ReviewDecision::Abort,
+                reason: Some("the turn was interrupted while waiting for approval".into()),
+            },
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding these locks cannot leave the maps inconsistent
+    // (single insert/remove), so a poisoned lock is still usable.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answer_reaches_the_waiter() {
+        let gate = ApprovalGate::new(Duration::from_secs(5));
+        let pending = gate.register("c1");
+        assert!(gate.resolve(
+            "c1",
+            Answer {
+                decision: ReviewDecision::Approved,
+                reason: None
+            }
+        ));
+        let answer = pending.wait(&CancellationToken::new()).await;
+        assert_eq!(answer.decision, ReviewDecision::Approved);
+        assert!(!gate.resolve(
+            "c1",
+            Answer {
+                decision: ReviewDecision::Approved,
+                reason: None
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn no_answer_times_out_with_a_reason() {
+        let gate = ApprovalGate::new(Duration::from_millis(20));
+        let answer = gate.register("c1").wait(&CancellationToken::new()).await;
+        assert_eq!(answer.decision, ReviewDecision::TimedOut);
+        assert!(answer.reason.unwrap().contains("within"));
+    }
+
+    #[tokio::test]
+    async fn cancellation_ends_the_wait() {
+        let gate = ApprovalGate::new(Duration::from_secs(600));
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let answer = gate.register("c1").wait(&cancel).await;
+        assert_eq!(answer.decision, ReviewDecision::Abort);
+    }
+
+    #[test]
+    fn session_approvals_match_exact_argv_and_all_files() {
+        let gate = ApprovalGate::new(Duration::from_secs(1));
+        gate.approve_command_for_session(vec!["touch".into(), "a".into()]);
+        assert!(gate.command_approved_for_session(&["touch".into(), "a".into()]));
+        assert!(!gate.command_approved_for_session(&["touch".into(), "b".into()]));
+        gate.approve_files_for_session([PathBuf::from("/w/a")]);
+        assert!(gate.files_approved_for_session([PathBuf::from("/w/a")].iter()));
+        assert!(
+            !gate.files_approved_for_session([PathBuf::from("/w/a"), PathBuf::from("/w/b")].iter())
+        );
+    }
+}

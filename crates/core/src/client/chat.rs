@@ -1,0 +1,270 @@
+//! The Chat Completions wire format: request body and streamed chunks.
+
+use std::collections::BTreeMap;
+
+use deputy_protocol::{ContentItem, ResponseItem, TokenUsage};
+use eventsource_stream::Event;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::stream::{Decoded, parse_json};
+use super::{ModelError, Prompt, ResponseEvent};
+
+/// The JSON body of a `POST /chat/completions` request.
+pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
+    let mut body = json!({
+        "model": model,
+        "messages": messages(prompt),
+        "stream": true,
+        "stream_options": { "include_usage": true },
+    });
+    if !prompt.tools.is_empty() {
+        let tools: Vec<Value> = prompt
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+        body["tool_choice"] = json!("auto");
+    }
+    body
+}
+
+/// The history as chat messages.
+fn messages(prompt: &Prompt) -> Vec<Value> {
+    let mut messages = Vec::new();
+    if !prompt.instructions.is_empty() {
+        messages.push(json!({ "role": "system", "content": prompt.instructions }));
+    }
+    for item in &prompt.input {
+        match item {
+            ResponseItem::Message { role, .. } => {
+                // Most OpenAI-compatible local servers reject the `developer` role.
+                let role = if role == "developer" { "system" } else { role };
+                let text = item.message_text().unwrap_or_default();
+                messages.push(json!({ "role": role, "content": text }));
+            }
+            ResponseItem::FunctionCall {
+                name,
+                arguments,
+                call_id,
+                ..
+            } => {
+                let call = json!({
+                    "id": call_id,
+                    "type": "function",
+                    "function": { "name": name, "arguments": arguments },
+                });
+                // Chat carries a turn's tool calls inside the assistant message
+                // that made them, so consecutive calls share one message.
+                match messages.last_mut() {
+                    Some(last) if last["role"] == "assistant" => {
+                        match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                            Some(calls) => calls.push(call),
+                            None => last["tool_calls"] = json!([call]),
+                        }
+                    }
+                    _ => messages.push(json!({
+                        "role": "assistant",
+                        "content": null,
+                        "tool_calls": [call],
+                    })),
+                }
+            }
+            ResponseItem::FunctionCallOutput { call_id, output } => {
+                messages.push(json!({
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": output,
+                }));
+            }
+            ResponseItem::Reasoning { .. } | ResponseItem::Other => {}
+        }
+    }
+    messages
+}
+
+/// Assembles streamed chat chunks into [`ResponseEvent`]s.
+#[derive(Debug, Default)]
+pub(super) struct ChatDecoder {
+    response_id: String,
+    text: String,
+    /// Tool calls by the `index` the server gave their fragments.
+    tool_calls: BTreeMap<u64, PartialToolCall>,
+    usage: Option<TokenUsage>,
+    saw_finish_reason: bool,
+}
+
+#[derive(Debug, Default)]
+struct PartialToolCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl ChatDecoder {
+    /// Handles one SSE event (one chunk, or `[DONE]`).
+    pub(super) fn event(&mut self, event: &Event) -> Result<Decoded, ModelError> {
+        if event.data.trim() == "[DONE]" {
+            return Ok(Decoded::Done(self.finish()));
+        }
+        let chunk = parse_json(event)?;
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            let message = match error.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => error
+                    .as_str()
+                    .map_or_else(|| error.to_string(), str::to_owned),
+            };
+            return Err(ModelError::Failed(message));
+        }
+        if self.response_id.is_empty()
+            && let Some(id) = chunk.get("id").and_then(Value::as_str)
+        {
+            self.response_id = id.to_owned();
+        }
+        if let Some(usage) = chunk
+            .get("usage")
+            .and_then(|u| WireUsage::deserialize(u).ok())
+        {
+            self.usage = Some(usage.into());
+        }
+        let mut events = Vec::new();
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(Decoded::Events(events));
+        };
+        if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+            self.saw_finish_reason = true;
+        }
+        let delta = &choice["delta"];
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            events.push(ResponseEvent::OutputTextDelta(text.to_owned()));
+        }
+        for field in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta[field].as_str().filter(|t| !t.is_empty()) {
+                events.push(ResponseEvent::ReasoningDelta(text.to_owned()));
+            }
+        }
+        if let Some(calls) = delta["tool_calls"].as_array() {
+            for (position, fragment) in calls.iter().enumerate() {
+                self.add_tool_call_fragment(position as u64, fragment);
+            }
+        }
+        Ok(Decoded::Events(events))
+    }
+
+    /// The body ended; without `[DONE]` that is only whole once a choice finished.
+    pub(super) fn end_of_body(&mut self) -> Result<Vec<ResponseEvent>, ModelError> {
+        if self.saw_finish_reason {
+            Ok(self.finish())
+        } else {
+            Err(ModelError::Stream("stream closed before [DONE]".into()))
+        }
+    }
+
+    fn add_tool_call_fragment(&mut self, position: u64, fragment: &Value) {
+        // Servers that send each call whole sometimes leave out `index`.
+        let index = fragment["index"].as_u64().unwrap_or(position);
+        let call = self.tool_calls.entry(index).or_default();
+        if let Some(id) = fragment["id"].as_str().filter(|id| !id.is_empty()) {
+            call.id = id.to_owned();
+        }
+        let function = &fragment["function"];
+        if let Some(name) = function["name"].as_str() {
+            call.name.push_str(name);
+        }
+        if let Some(arguments) = function["arguments"].as_str() {
+            call.arguments.push_str(arguments);
+        }
+    }
+
+    fn finish(&mut self) -> Vec<ResponseEvent> {
+        let mut events = Vec::new();
+        if !self.text.is_empty() {
+            events.push(ResponseEvent::OutputItemDone(ResponseItem::Message {
+                id: None,
+                role: "assistant".into(),
+                content: vec![ContentItem::OutputText {
+                    text: std::mem::take(&mut self.text),
+                }],
+            }));
+        }
+        for (n, call) in std::mem::take(&mut self.tool_calls)
+            .into_values()
+            .enumerate()
+        {
+            let call_id = if call.id.is_empty() {
+                format!("call_{n}")
+            } else {
+                call.id
+            };
+            // A call without arguments still has to parse as a JSON object.
+            let arguments = if call.arguments.trim().is_empty() {
+                "{}".to_owned()
+            } else {
+                call.arguments
+            };
+            events.push(ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
+                id: None,
+                name: call.name,
+                arguments,
+                call_id,
+            }));
+        }
+        events.push(ResponseEvent::Completed {
+            response_id: std::mem::take(&mut self.response_id),
+            token_usage: self.usage.take(),
+        });
+        events
+    }
+}
+
+/// A chunk's `usage`; every count is optional because servers differ.
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+    completion_tokens: Option<u64>,
+    completion_tokens_details: Option<CompletionDetails>,
+    total_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    reasoning_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for TokenUsage {
+    fn from(usage: WireUsage) -> Self {
+        let input = usage.prompt_tokens.unwrap_or(0);
+        let output = usage.completion_tokens.unwrap_or(0);
+        TokenUsage {
+            input_tokens: input,
+            cached_input_tokens: usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            output_tokens: output,
+            reasoning_output_tokens: usage
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+            total_tokens: usage.total_tokens.unwrap_or(input + output),
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The model client: one streaming request per model call, over either wire API.
+//!
+//! The engine hands over a [`Prompt`] (instructions, history, tool specs) and
+//! reads [`ResponseEvent`]s. Request-level retries (connect errors, 429, 5xx)
+//! happen in here; a stream that breaks after it started is reported as
+//! [`ModelError::Stream`] and retried by the caller, which has already shown
+//! the partial output.
+
+mod chat;
+mod model_client;
+mod responses;
+mod retry;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use deputy_protocol::{ResponseItem, TokenUsage};
+
+pub use model_client::ModelClient;
+pub use stream::ResponseStream;
+
+/// Everything one model call sends.
+#[derive(Debug, Clone, Default)]
+pub struct Prompt {
+    /// System instructions (Responses `instructions`; the first chat `system` message).
+    pub instructions: String,
+    /// The conversation so far.
+    pub input: Vec<ResponseItem>,
+    /// Function tools offered to the model.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// A function tool as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One thing the model stream produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseEvent {
+    /// The server accepted the request.
+    Created,
+    /// A piece of assistant text.
+    OutputTextDelta(String),
+    /// A piece of reasoning text.
+    ReasoningDelta(String),
+    /// A finished output item (assistant message, reasoning, function call).
+    OutputItemDone(ResponseItem),
+    /// The response is complete.
+    Completed {
+        /// Provider's response id (may be empty for chat).
+        response_id: String,
+        /// Usage, when reported.
+        token_usage: Option<TokenUsage>,
+    },
+}
+
+/// A request is being retried.
+#[derive(Debug, Clone)]
+pub struct RetryNotice {
+    /// Which retry this is (1-based).
+    pub attempt: u64,
+    /// The allowed maximum.
+    pub max_retries: u64,
+    /// How long until it is sent.
+    pub delay: Duration,
+    /// What failed.
+    pub reason: String,
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    /// The server answered with an error status (after any retries).
+    #[error("model server returned {status}: {message}")]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// The provider's own error message, verbatim.
+        message: String,
+    },
+    /// The server could not be reached (after any retries).
+    #[error("could not reach the model server: {0}")]
+    Connect(String),
+    /// The stream broke, stalled or ended before completion.
+    #[error("model stream broke: {0}")]
+    Stream(String),
+    /// The server reported the response as failed (`response.failed`).
+    #[error("model response failed: {0}")]
+    Failed(String),
+    /// The provider is misconfigured (missing API key, bad URL…).
+    #[error("{0}")]
+    Config(String),
+}

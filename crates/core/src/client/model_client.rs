@@ -1,0 +1,310 @@
+//! [`ModelClient`]: builds the request, sends it with retries, and hands the
+//! body to [`ResponseStream`].
+
+use std::sync::Once;
+use std::time::{Duration, SystemTime};
+
+use deputy_protocol::WireApi;
+use futures::StreamExt;
+use reqwest::Url;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use super::retry::{backoff, is_retryable_status, requested_delay};
+use super::stream::ResponseStream;
+use super::{ModelError, Prompt, RetryNotice, chat, responses};
+use crate::config::ModelProviderInfo;
+
+/// How long establishing a connection may take; the response itself has no
+/// overall limit because streams run for minutes.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How much of an error body is kept as the message.
+const ERROR_MESSAGE_CAP: usize = 2 * 1024;
+/// How much of an error body is read looking for a JSON error object.
+const ERROR_BODY_READ_CAP: usize = 64 * 1024;
+
+/// A connection to one model on one provider.
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    provider: ModelProviderInfo,
+    model: String,
+    http: reqwest::Client,
+    /// The wire API's endpoint with the provider's query parameters.
+    endpoint: Url,
+    /// The provider's headers plus the fixed SSE/JSON ones.
+    headers: HeaderMap,
+}
+
+impl ModelClient {
+    /// Builds a client for one provider and model. No network I/O here.
+    pub fn new(provider: ModelProviderInfo, model: String) -> Result<Self, ModelError> {
+        let endpoint = endpoint(&provider)?;
+        let headers = headers(&provider)?;
+        let http = http_client(&endpoint)?;
+        Ok(Self {
+            provider,
+            model,
+            http,
+            endpoint,
+            headers,
+        })
+    }
+
+    /// The provider this client talks to.
+    pub fn provider(&self) -> &ModelProviderInfo {
+        &self.provider
+    }
+
+    /// The model every request names.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Sends one request and returns the event stream.
+    ///
+    /// Connect errors, 429 and 5xx are retried up to the provider's
+    /// `request_max_retries`, with exponential backoff or the delay the server
+    /// asked for; `on_retry` hears about each retry before its wait.
+    pub async fn stream(
+        &self,
+        prompt: &Prompt,
+        on_retry: &(dyn Fn(RetryNotice) + Send + Sync),
+    ) -> Result<ResponseStream, ModelError> {
+        let mut headers = self.headers.clone();
+        if let Some(key) = self.provider.api_key().map_err(ModelError::Config)? {
+            let value = HeaderValue::try_from(format!("Bearer {}", key.trim())).map_err(|_| {
+                ModelError::Config("the API key is not a valid header value".into())
+            })?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        let body = match self.provider.wire_api {
+            WireApi::Responses => responses::request_body(&self.model, prompt),
+            WireApi::Chat => chat::request_body(&self.model, prompt),
+        };
+        let body = body.to_string().into_bytes();
+        let max_retries = self.provider.request_max_retries();
+        let idle = self.provider.stream_idle_timeout();
+
+        let mut attempt = 0;
+        loop {
+            let (error, requested_delay) = match self.attempt(&headers, &body, idle).await {
+                Ok(response) => {
+                    return Ok(ResponseStream::new(response, self.provider.wire_api, idle));
+                }
+                Err(Failure::Final(error)) => return Err(error),
+                Err(Failure::Retryable(error, delay)) => (error, delay),
+            };
+            if attempt >= max_retries {
+                return Err(error);
+            }
+            attempt += 1;
+            let delay = requested_delay.unwrap_or_else(|| backoff(attempt));
+            tracing::warn!(attempt, max_retries, ?delay, %error, "retrying model request");
+            on_retry(RetryNotice {
+                attempt,
+                max_retries,
+                delay,
+                reason: error.to_string(),
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Sends the request once; a success status hands back the response unread.
+    async fn attempt(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        idle: Duration,
+    ) -> Result<reqwest::Response, Failure> {
+        let request = self
+            .http
+            .post(self.endpoint.clone())
+            .headers(headers.clone())
+            .body(body.to_vec());
+        let response = match tokio::time::timeout(idle, request.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => {
+                return Err(Failure::Retryable(
+                    ModelError::Connect(describe(&error)),
+                    None,
+                ));
+            }
+            // Silence before the headers is the same stall as silence
+            // mid-body, and the caller retries it the same way.
+            Err(_) => {
+                return Err(Failure::Final(ModelError::Stream(format!(
+                    "idle timeout: no response for {} ms",
+                    idle.as_millis()
+                ))));
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let delay = requested_delay(response.headers(), SystemTime::now());
+        let error = ModelError::Http {
+            status: status.as_u16(),
+            message: error_message(response, idle).await,
+        };
+        if is_retryable_status(status) {
+            Err(Failure::Retryable(error, delay))
+        } else {
+            Err(Failure::Final(error))
+        }
+    }
+}
+
+/// Why one attempt failed.
+enum Failure {
+    /// Another attempt may succeed; carries the delay the server asked for.
+    Retryable(ModelError, Option<Duration>),
+    /// Not retried here: another attempt would fail the same way, or the
+    /// caller owns the retry (a stall).
+    Final(ModelError),
+}
+
+/// `{base_url}/responses` or `{base_url}/chat/completions`, with query parameters.
+fn endpoint(provider: &ModelProviderInfo) -> Result<Url, ModelError> {
+    let path = match provider.wire_api {
+        WireApi::Responses => "responses",
+        WireApi::Chat => "chat/completions",
+    };
+    let base = provider.base_url.trim().trim_end_matches('/');
+    let mut url = Url::parse(&format!("{base}/{path}")).map_err(|e| {
+        ModelError::Config(format!(
+            "provider `{}` has an invalid base_url `{}`: {e}",
+            provider.name, provider.base_url
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ModelError::Config(format!(
+            "provider `{}` has base_url `{}`; only http and https are supported",
+            provider.name, provider.base_url
+        )));
+    }
+    if !provider.query_params.is_empty() {
+        url.query_pairs_mut().extend_pairs(&provider.query_params);
+    }
+    Ok(url)
+}
+
+fn headers(provider: &ModelProviderInfo) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in &provider.http_headers {
+        let invalid = || {
+            ModelError::Config(format!(
+                "provider `{}` has an invalid HTTP header `{name}`",
+                provider.name
+            ))
+        };
+        let name = HeaderName::try_from(name.as_str()).map_err(|_| invalid())?;
+        let value = HeaderValue::try_from(value.as_str()).map_err(|_| invalid())?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+/// One HTTP client per model client, so requests reuse connections.
+fn http_client(endpoint: &Url) -> Result<reqwest::Client, ModelError> {
+    install_crypto_provider();
+    let builder = || reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+    match builder().build() {
+        Ok(client) => Ok(client),
+        // The TLS setup needs the system's CA certificates. A plain-http
+        // provider (a local server in a minimal container) has no use for them,
+        // so it gets a client that trusts no certificate instead of an error.
+        Err(error) if endpoint.scheme() == "http" => {
+            tracing::debug!(error = %describe(&error), "TLS setup failed; plain http only");
+            builder()
+                .tls_certs_only(Vec::new())
+                .build()
+                .map_err(|e| ModelError::Config(format!("cannot set up HTTP: {}", describe(&e))))
+        }
+        Err(error) => Err(ModelError::Config(format!(
+            "cannot set up HTTPS: {}",
+            describe(&error)
+        ))),
+    }
+}
+
+/// reqwest is built without a default crypto backend; deputy uses ring.
+fn install_crypto_provider() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Err means another part of the process already installed one, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The provider's message from an error response: `error.message` of a JSON
+/// body, else the body text, trimmed and capped.
+async fn error_message(response: reqwest::Response, idle: Duration) -> String {
+    let status = response.status();
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Ok(Some(Ok(chunk))) = tokio::time::timeout(idle, chunks.next()).await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= ERROR_BODY_READ_CAP {
+            break;
+        }
+    }
+    let from_json = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|json| {
+            let error = json.get("error")?;
+            let message = error.get("message").or(Some(error))?;
+            message.as_str().map(str::to_owned)
+        });
+    let message = from_json.unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(&body);
+        truncate(text.trim(), ERROR_MESSAGE_CAP).to_owned()
+    });
+    if message.is_empty() {
+        status.canonical_reason().unwrap_or("no message").to_owned()
+    } else {
+        message
+    }
+}
+
+/// The longest prefix of `text` within `max` bytes that ends on a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// An error with its chain of causes, which is where reqwest keeps the useful part.
+pub(super) fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_keeps_whole_characters() {
+        assert_eq!(truncate("héllo", 2), "h");
+        assert_eq!(truncate("héllo", 3), "hé");
+        assert_eq!(truncate("abc", 10), "abc");
+    }
+}

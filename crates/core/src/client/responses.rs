@@ -1,0 +1,219 @@
+//! The OpenAI Responses wire format: request body and SSE events.
+
+use deputy_protocol::{ResponseItem, TokenUsage};
+use eventsource_stream::Event;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::stream::{Decoded, parse_json};
+use super::{ModelError, Prompt, ResponseEvent};
+
+/// The JSON body of a `POST /responses` request.
+pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
+    let tools: Vec<Value> = prompt
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "strict": false,
+                "parameters": tool.parameters,
+            })
+        })
+        .collect();
+    json!({
+        "model": model,
+        "instructions": prompt.instructions,
+        "input": input_items(&prompt.input),
+        "tools": tools,
+        "tool_choice": "auto",
+        "parallel_tool_calls": false,
+        "store": false,
+        "stream": true,
+    })
+}
+
+/// History items as the server accepts them back.
+///
+/// With `store: false` the server keeps nothing, so an item sent with its
+/// provider id is rejected as "not found"; ids are left out. Reasoning without
+/// its encrypted state is useless to the server and is dropped.
+fn input_items(items: &[ResponseItem]) -> Vec<Value> {
+    items
+        .iter()
+        .filter(|item| match item {
+            ResponseItem::Other => false,
+            ResponseItem::Reasoning {
+                encrypted_content, ..
+            } => encrypted_content.is_some(),
+            _ => true,
+        })
+        // Serializing these plain-data items cannot fail.
+        .filter_map(|item| serde_json::to_value(item).ok())
+        .map(|mut value| {
+            if let Some(fields) = value.as_object_mut() {
+                fields.remove("id");
+            }
+            value
+        })
+        .collect()
+}
+
+/// Turns Responses SSE events into [`ResponseEvent`]s.
+#[derive(Debug, Default)]
+pub(super) struct ResponsesDecoder;
+
+impl ResponsesDecoder {
+    /// Handles one SSE event.
+    pub(super) fn event(&mut self, event: &Event) -> Result<Decoded, ModelError> {
+        let data = parse_json(event)?;
+        // The JSON `type` is authoritative; the SSE `event:` line is optional.
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event);
+        let text = |field: &str| {
+            data.get(field)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let events = match kind {
+            "response.created" => vec![ResponseEvent::Created],
+            "response.output_text.delta" => text("delta")
+                .map(ResponseEvent::OutputTextDelta)
+                .into_iter()
+                .collect(),
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                text("delta")
+                    .map(ResponseEvent::ReasoningDelta)
+                    .into_iter()
+                    .collect()
+            }
+            "response.output_item.done" => output_item(&data)?.into_iter().collect(),
+            "response.completed" => return Ok(Decoded::Done(vec![completed(&data)])),
+            "response.failed" => {
+                let error = &data["response"]["error"];
+                return Err(ModelError::Failed(error_message(error)));
+            }
+            "response.incomplete" => {
+                let reason = data["response"]["incomplete_details"]["reason"]
+                    .as_str()
+                    .unwrap_or("unknown reason");
+                return Err(ModelError::Failed(format!("incomplete response: {reason}")));
+            }
+            "error" => {
+                let error = data.get("error").unwrap_or(&data);
+                return Err(ModelError::Failed(error_message(error)));
+            }
+            _ => Vec::new(),
+        };
+        Ok(Decoded::Events(events))
+    }
+
+    /// The body ended; a Responses stream is only whole after `response.completed`.
+    pub(super) fn end_of_body(&mut self) -> Result<Vec<ResponseEvent>, ModelError> {
+        Err(ModelError::Stream(
+            "stream closed before response.completed".into(),
+        ))
+    }
+}
+
+/// The provider's message from an error object, or the object itself.
+fn error_message(error: &Value) -> String {
+    match error.get("message").and_then(Value::as_str) {
+        Some(message) => message.to_owned(),
+        None if error.is_null() => "the model server gave no reason".to_owned(),
+        None => error.to_string(),
+    }
+}
+
+/// The finished item of a `response.output_item.done` event, if deputy keeps it.
+fn output_item(data: &Value) -> Result<Option<ResponseEvent>, ModelError> {
+    let Some(item) = data.get("item") else {
+        return Ok(None);
+    };
+    let mut item = item.clone();
+    match item.get("type").and_then(Value::as_str) {
+        Some("message") => keep_text_parts(&mut item),
+        Some("function_call" | "reasoning") => {}
+        _ => return Ok(None),
+    }
+    serde_json::from_value(item)
+        .map(|item| Some(ResponseEvent::OutputItemDone(item)))
+        .map_err(|e| {
+            ModelError::Stream(format!(
+                "unreadable item in `response.output_item.done` event: {e}"
+            ))
+        })
+}
+
+/// Reduces a message's content to text parts: a refusal reads as text, and
+/// part kinds deputy has no use for are dropped rather than failing the turn.
+fn keep_text_parts(message: &mut Value) {
+    let Some(parts) = message.get_mut("content").and_then(Value::as_array_mut) else {
+        return;
+    };
+    parts.retain_mut(|part| match part.get("type").and_then(Value::as_str) {
+        Some("output_text" | "input_text") => true,
+        Some("refusal") => {
+            let text = part.get("refusal").cloned().unwrap_or_default();
+            *part = json!({ "type": "output_text", "text": text });
+            true
+        }
+        _ => false,
+    });
+}
+
+fn completed(data: &Value) -> ResponseEvent {
+    let response = &data["response"];
+    let token_usage = response
+        .get("usage")
+        .and_then(|usage| WireUsage::deserialize(usage).ok())
+        .map(TokenUsage::from);
+    ResponseEvent::Completed {
+        response_id: response["id"].as_str().unwrap_or_default().to_owned(),
+        token_usage,
+    }
+}
+
+/// `response.usage` as the Responses API reports it; servers differ in which
+/// counts they fill in and some send `null`, so every count is optional.
+#[derive(Deserialize)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    input_tokens_details: Option<InputDetails>,
+    output_tokens: Option<u64>,
+    output_tokens_details: Option<OutputDetails>,
+    total_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct InputDetails {
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct OutputDetails {
+    reasoning_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for TokenUsage {
+    fn from(usage: WireUsage) -> Self {
+        TokenUsage {
+            input_tokens: usage.input_tokens.unwrap_or(0),
+            cached_input_tokens: usage
+                .input_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            output_tokens: usage.output_tokens.unwrap_or(0),
+            reasoning_output_tokens: usage
+                .output_tokens_details
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+            total_tokens: usage.total_tokens.unwrap_or(0),
+        }
+    }
+}

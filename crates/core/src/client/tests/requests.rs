@@ -1,0 +1,208 @@
+//! Request bodies, headers and URLs as they reach the server.
+
+use deputy_protocol::ContentItem;
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+#[tokio::test]
+async fn responses_request_carries_model_instructions_history_and_tools() {
+    let server = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
+    let history = vec![
+        ResponseItem::user_text("list files"),
+        ResponseItem::Reasoning {
+            id: "rs_1".into(),
+            summary: vec![],
+            encrypted_content: None,
+        },
+        ResponseItem::Reasoning {
+            id: "rs_2".into(),
+            summary: vec![],
+            encrypted_content: Some("opaque".into()),
+        },
+        ResponseItem::FunctionCall {
+            id: Some("fc_1".into()),
+            name: "shell".into(),
+            arguments: "{}".into(),
+            call_id: "call_1".into(),
+        },
+        ResponseItem::FunctionCallOutput {
+            call_id: "call_1".into(),
+            output: "a.txt".into(),
+        },
+        ResponseItem::Other,
+        ResponseItem::Message {
+            id: Some("msg_1".into()),
+            role: "assistant".into(),
+            content: vec![ContentItem::OutputText {
+                text: "One file.".into(),
+            }],
+        },
+    ];
+    run(
+        provider(&server.base_url, WireApi::Responses),
+        &prompt(history),
+    )
+    .await
+    .ok_events();
+
+    let received = server.received();
+    assert_eq!(received[0].target, "/v1/responses");
+    assert_eq!(received[0].headers["accept"], "text/event-stream");
+    assert_eq!(received[0].headers["content-type"], "application/json");
+    assert_eq!(
+        received[0].body,
+        json!({
+            "model": "test-model",
+            "instructions": "Be brief.",
+            "input": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+                {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
+                {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "call_1"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "One file."}]},
+            ],
+            "tools": [{"type": "function", "name": "shell", "description": "Runs a command.", "strict": false,
+                "parameters": {"type": "object", "properties": {"command": {"type": "array"}}}}],
+            "tool_choice": "auto",
+            "parallel_tool_calls": false,
+            "store": false,
+            "stream": true,
+        })
+    );
+}
+
+#[tokio::test]
+async fn chat_request_turns_history_into_messages_with_merged_tool_calls() {
+    let server = TestServer::start(vec![Reply::Sse(chat_sse(&[]))]).await;
+    let call = |id: &str| ResponseItem::FunctionCall {
+        id: Some(format!("fc_{id}")),
+        name: "shell".into(),
+        arguments: format!("{{\"n\":\"{id}\"}}"),
+        call_id: id.into(),
+    };
+    let output = |id: &str| ResponseItem::FunctionCallOutput {
+        call_id: id.into(),
+        output: format!("out {id}"),
+    };
+    let history = vec![
+        ResponseItem::developer_text("sandbox: read-only"),
+        ResponseItem::user_text("look around"),
+        ResponseItem::Reasoning {
+            id: "rs".into(),
+            summary: vec![],
+            encrypted_content: Some("x".into()),
+        },
+        ResponseItem::assistant_text("Checking."),
+        call("a"),
+        call("b"),
+        output("a"),
+        output("b"),
+        call("c"),
+        output("c"),
+        ResponseItem::assistant_text("Done."),
+    ];
+    run(provider(&server.base_url, WireApi::Chat), &prompt(history))
+        .await
+        .ok_events();
+
+    let tool_call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "shell", "arguments": format!("{{\"n\":\"{id}\"}}")}});
+    let received = server.received();
+    assert_eq!(received[0].target, "/v1/chat/completions");
+    assert_eq!(
+        received[0].body,
+        json!({
+            "model": "test-model",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "system", "content": "sandbox: read-only"},
+                {"role": "user", "content": "look around"},
+                {"role": "assistant", "content": "Checking.", "tool_calls": [tool_call("a"), tool_call("b")]},
+                {"role": "tool", "tool_call_id": "a", "content": "out a"},
+                {"role": "tool", "tool_call_id": "b", "content": "out b"},
+                {"role": "assistant", "content": null, "tool_calls": [tool_call("c")]},
+                {"role": "tool", "tool_call_id": "c", "content": "out c"},
+                {"role": "assistant", "content": "Done."},
+            ],
+            "tools": [{"type": "function", "function": {"name": "shell", "description": "Runs a command.",
+                "parameters": {"type": "object", "properties": {"command": {"type": "array"}}}}}],
+            "tool_choice": "auto",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        })
+    );
+}
+
+#[tokio::test]
+async fn chat_request_without_tools_leaves_out_tools_and_tool_choice() {
+    let server = TestServer::start(vec![Reply::Sse(chat_sse(&[]))]).await;
+    let bare = Prompt {
+        instructions: String::new(),
+        input: vec![ResponseItem::user_text("hi")],
+        tools: vec![],
+    };
+    run(provider(&server.base_url, WireApi::Chat), &bare)
+        .await
+        .ok_events();
+
+    assert_eq!(
+        server.received()[0].body,
+        json!({"model": "test-model", "messages": [{"role": "user", "content": "hi"}],
+            "stream": true, "stream_options": {"include_usage": true}})
+    );
+}
+
+#[tokio::test]
+async fn bearer_key_headers_and_query_params_are_on_the_wire() {
+    let server = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
+    let mut provider = provider(&format!("{}/", server.base_url), WireApi::Responses);
+    // PATH is always set, so the test needs no process-wide environment change.
+    provider.env_key = Some("PATH".into());
+    provider.http_headers.insert("X-Extra".into(), "1".into());
+    provider
+        .query_params
+        .insert("api-version".into(), "2025-01-01".into());
+    run(provider, &prompt(vec![])).await.ok_events();
+
+    let received = server.received();
+    assert_eq!(received[0].target, "/v1/responses?api-version=2025-01-01");
+    assert_eq!(received[0].headers["x-extra"], "1");
+    let path = std::env::var("PATH").unwrap();
+    assert_eq!(
+        received[0].headers["authorization"],
+        format!("Bearer {}", path.trim())
+    );
+}
+
+#[tokio::test]
+async fn missing_api_key_is_a_config_error_before_any_request() {
+    let server = TestServer::start(vec![]).await;
+    let mut provider = provider(&server.base_url, WireApi::Responses);
+    provider.env_key = Some("DEPUTY_CLIENT_TEST_KEY_THAT_IS_NEVER_SET".into());
+    let error = run(provider, &prompt(vec![])).await.error();
+
+    assert!(
+        matches!(&error, ModelError::Config(m) if m.contains("DEPUTY_CLIENT_TEST_KEY_THAT_IS_NEVER_SET")),
+        "{error:?}"
+    );
+    assert_eq!(server.received().len(), 0);
+}
+
+#[test]
+fn unusable_base_url_is_a_config_error() {
+    for base_url in ["not a url", "ftp://example.com/v1"] {
+        let result = ModelClient::new(provider(base_url, WireApi::Responses), "m".into());
+        assert!(matches!(result, Err(ModelError::Config(_))), "{base_url}");
+    }
+}
+
+#[test]
+fn requests_and_streams_can_move_between_tasks() {
+    fn send<T: Send>(_: &T) {}
+    fn send_unpin_static<T: Send + Unpin + 'static>() {}
+    let client =
+        ModelClient::new(provider("http://127.0.0.1:9/v1", WireApi::Chat), "m".into()).unwrap();
+    let prompt = Prompt::default();
+    send(&client.stream(&prompt, &|_| {}));
+    send_unpin_static::<ResponseStream>();
+}

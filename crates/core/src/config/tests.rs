@@ -1,0 +1,211 @@
+use std::fs;
+
+use deputy_protocol::{AskForApproval, SandboxMode, WireApi};
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn home_with(config: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("config.toml"), config).unwrap();
+    dir
+}
+
+fn layers(home: &tempfile::TempDir) -> ConfigLayers {
+    ConfigLayers::new(home.path().to_path_buf())
+}
+
+#[test]
+fn missing_config_file_means_defaults() {
+    let home = tempfile::tempdir().unwrap();
+    let config = layers(&home).load().unwrap();
+    assert_eq!(config.model, DEFAULT_MODEL);
+    assert_eq!(config.model_provider_id, "openai");
+    assert_eq!(config.approval_policy, AskForApproval::OnRequest);
+    assert_eq!(config.sandbox_mode, SandboxMode::ReadOnly);
+    assert!(config.include_plan_tool);
+    assert!(config.warnings.is_empty());
+}
+
+#[test]
+fn precedence_is_defaults_file_profile_cli_call() {
+    let home = home_with(
+        r#"
+model = "file-model"
+approval_policy = "untrusted"
+sandbox_mode = "read-only"
+tool_output_token_limit = 111
+profile = "fast"
+[profiles.fast]
+model = "profile-model"
+approval_policy = "never"
+tool_output_token_limit = 222
+"#,
+    );
+    let mut layers = layers(&home);
+    assert_eq!(layers.load().unwrap().model, "profile-model");
+
+    layers.cli_overrides = vec![parse_cli_override("model=cli-model").unwrap()];
+    let config = layers.load().unwrap();
+    assert_eq!(config.model, "cli-model");
+    assert_eq!(config.approval_policy, AskForApproval::Never);
+    assert_eq!(config.tool_output_token_limit, 222);
+    assert_eq!(config.profile.as_deref(), Some("fast"));
+
+    layers.call_overrides = vec![("tool_output_token_limit".into(), toml::Value::Integer(333))];
+    layers.overrides.model = Some("call-model".into());
+    layers.overrides.sandbox_mode = Some(SandboxMode::WorkspaceWrite);
+    let config = layers.load().unwrap();
+    assert_eq!(config.model, "call-model");
+    assert_eq!(config.tool_output_token_limit, 333);
+    assert_eq!(config.sandbox_mode, SandboxMode::WorkspaceWrite);
+}
+
+#[test]
+fn profile_selected_by_override_beats_file_profile() {
+    let home = home_with(
+        "profile = \"a\"\n[profiles.a]\nmodel = \"m-a\"\n[profiles.b]\nmodel = \"m-b\"\n",
+    );
+    let mut layers = layers(&home);
+    layers.cli_overrides = vec![parse_cli_override("profile=b").unwrap()];
+    assert_eq!(layers.load().unwrap().model, "m-b");
+    layers.overrides.profile = Some("a".into());
+    assert_eq!(layers.load().unwrap().model, "m-a");
+}
+
+#[test]
+fn unknown_profile_is_a_clear_error() {
+    let home = home_with("profile = \"nope\"\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(err.contains("profile `nope` not found"), "{err}");
+}
+
+#[test]
+fn custom_provider_is_resolved_with_all_fields() {
+    let home = home_with(
+        r#"
+model_provider = "local"
+[model_providers.local]
+name = "Local"
+base_url = "http://127.0.0.1:8000/v1"
+env_key = "LOCAL_API_KEY"
+wire_api = "chat"
+request_max_retries = 1
+stream_max_retries = 2
+stream_idle_timeout_ms = 3000
+http_headers = { "X-Extra" = "1" }
+query_params = { "api-version" = "2025-01-01" }
+"#,
+    );
+    let config = layers(&home).load().unwrap();
+    let p = &config.model_provider;
+    assert_eq!(config.model_provider_id, "local");
+    assert_eq!(p.wire_api, WireApi::Chat);
+    assert_eq!(p.request_max_retries(), 1);
+    assert_eq!(p.stream_max_retries(), 2);
+    assert_eq!(p.stream_idle_timeout().as_millis(), 3000);
+    assert_eq!(p.http_headers["X-Extra"], "1");
+    assert_eq!(p.query_params["api-version"], "2025-01-01");
+}
+
+#[test]
+fn undefined_provider_names_the_missing_table() {
+    let home = home_with("model_provider = \"ghost\"\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(err.contains("[model_providers.ghost]"), "{err}");
+}
+
+#[test]
+fn malformed_toml_names_file_and_line() {
+    let home = home_with("model = \"a\"\napproval_policy = \n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    let file = home.path().join("config.toml").display().to_string();
+    assert!(err.starts_with(&format!("{file}:2:")), "{err}");
+}
+
+#[test]
+fn wrong_type_names_file_line_and_key() {
+    let home = home_with("model = \"a\"\n\n[sandbox_workspace_write]\nnetwork_access = \"yes\"\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    let file = home.path().join("config.toml").display().to_string();
+    assert!(err.starts_with(&format!("{file}:4:")), "{err}");
+    assert!(
+        err.contains("`sandbox_workspace_write.network_access`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_enum_value_names_the_key() {
+    let home = home_with("approval_policy = \"sometimes\"\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(
+        err.contains(":1:") && err.contains("`approval_policy`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_keys_warn_but_load() {
+    let home = home_with("model = \"m\"\nfavourite_colour = \"blue\"\n");
+    let config = layers(&home).load().unwrap();
+    assert_eq!(config.model, "m");
+    assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+    assert!(config.warnings[0].contains("`favourite_colour`"));
+}
+
+#[test]
+fn cli_override_parses_toml_then_falls_back_to_string() {
+    let (key, value) = parse_cli_override("sandbox_workspace_write.network_access=true").unwrap();
+    assert_eq!(key, "sandbox_workspace_write.network_access");
+    assert_eq!(value, toml::Value::Boolean(true));
+    assert_eq!(
+        parse_cli_override("model=gpt-5-mini").unwrap().1,
+        toml::Value::String("gpt-5-mini".into())
+    );
+    assert_eq!(
+        parse_cli_override("model='quoted name'").unwrap().1,
+        toml::Value::String("quoted name".into())
+    );
+    assert_eq!(
+        parse_cli_override("tool_output_token_limit=42").unwrap().1,
+        toml::Value::Integer(42)
+    );
+    assert!(parse_cli_override("no-equals-sign").is_err());
+    assert!(parse_cli_override("a..b=1").is_err());
+}
+
+#[test]
+fn override_with_wrong_type_is_an_error_naming_the_key() {
+    let home = tempfile::tempdir().unwrap();
+    let mut layers = layers(&home);
+    layers.cli_overrides = vec![parse_cli_override("tool_output_token_limit=lots").unwrap()];
+    let err = layers.load().unwrap_err().to_string();
+    assert!(err.contains("`tool_output_token_limit`"), "{err}");
+}
+
+#[test]
+fn json_config_object_converts_to_toml() {
+    let json = serde_json::json!({"a": 1, "b": [true, "x"], "c": {"d": 1.5}, "e": null});
+    let toml = json_to_toml(&json).unwrap();
+    let expected: toml::Table = toml::from_str("a = 1\nb = [true, \"x\"]\n[c]\nd = 1.5").unwrap();
+    assert_eq!(toml, toml::Value::Table(expected));
+}
+
+#[test]
+fn relative_cwd_resolves_against_process_cwd_and_missing_cwd_fails() {
+    let home = tempfile::tempdir().unwrap();
+    let mut layers = layers(&home);
+    layers.overrides.cwd = Some(home.path().join("does-not-exist"));
+    let err = layers.load().unwrap_err().to_string();
+    assert!(
+        err.contains("does-not-exist") && err.contains("does not exist"),
+        "{err}"
+    );
+    layers.overrides.cwd = Some(".".into());
+    let cwd = layers.load().unwrap().cwd;
+    assert_eq!(
+        cwd,
+        std::env::current_dir().unwrap().canonicalize().unwrap()
+    );
+}

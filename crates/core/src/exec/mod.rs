@@ -1,0 +1,248 @@
+//! Running one command as a real process: its own process group, streamed
+//! output, a capped capture, a timeout that kills the whole group.
+
+mod capture;
+mod format;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use deputy_protocol::ExecOutputStream;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+pub use capture::HeadTailBuffer;
+pub use format::{format_exec_output, truncate_middle};
+
+/// Bytes kept of each stream (and of the interleaved output) per command.
+pub const CAPTURE_CAP_BYTES: usize = 1024 * 1024;
+/// Bytes of live output streamed as deltas per command; the rest is only captured.
+pub const DELTA_CAP_BYTES: usize = 1024 * 1024;
+/// Timeout when the model gives none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Exit code reported when the command was killed at its timeout (as `timeout(1)` does).
+pub const TIMEOUT_EXIT_CODE: i32 = 124;
+/// How long output still arriving after the command exited is awaited.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// The program and its arguments (already wrapped by the sandbox, if any).
+    pub argv: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Kill the process group after this long.
+    pub timeout: Duration,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone)]
+pub struct ExecOutput {
+    /// Exit code; 124 on timeout, 128+N when killed by signal N.
+    pub exit_code: i32,
+    /// Captured stdout (head and tail kept).
+    pub stdout: HeadTailBuffer,
+    /// Captured stderr (head and tail kept).
+    pub stderr: HeadTailBuffer,
+    /// Both streams in arrival order (head and tail kept).
+    pub aggregated: HeadTailBuffer,
+    /// Wall time.
+    pub duration: Duration,
+    /// Whether the timeout fired.
+    pub timed_out: bool,
+}
+
+/// Why a command could not run to an exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The program could not be started.
+    #[error("failed to start `{program}`: {source}")]
+    Spawn {
+        /// argv[0].
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Waiting on the process failed.
+    #[error("failed while running the command: {0}")]
+    Io(#[from] std::io::Error),
+    /// The command was cancelled (turn interrupted); its process group was killed.
+    #[error("command interrupted")]
+    Cancelled,
+    /// argv was empty.
+    #[error("empty command")]
+    EmptyCommand,
+    /// The command had to be sandboxed and the sandbox cannot run here.
+    #[error("the sandbox is unavailable ({0}); the command was not run")]
+    SandboxUnavailable(String),
+}
+
+/// Kills a whole process group when dropped, so an abandoned command
+/// (cancelled turn, dropped future) leaves nothing running.
+struct ProcessGroupGuard(Option<i32>);
+
+impl ProcessGroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg only sends a signal; pgid is the child's own group.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs `req`, calling `on_output` with each chunk (up to [`DELTA_CAP_BYTES`]).
+/// Cancelling `cancel` kills the process group and returns [`ExecError::Cancelled`].
+pub async fn run_command(
+    req: &ExecRequest,
+    cancel: &CancellationToken,
+    mut on_output: impl FnMut(ExecOutputStream, &[u8]),
+) -> Result<ExecOutput, ExecError> {
+    let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(&req.cwd)
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let start = Instant::now();
+    let mut child = command.spawn().map_err(|source| ExecError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let mut group = ProcessGroupGuard(child.id().map(|pid| pid as i32));
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+
+    let mut out = Captured::default();
+    let mut out_buf = vec![0u8; 64 * 1024];
+    let mut err_buf = vec![0u8; 64 * 1024];
+    let (mut out_open, mut err_open) = (true, true);
+    let deadline = tokio::time::sleep(req.timeout);
+    tokio::pin!(deadline);
+    let mut timed_out = false;
+    let mut status = None;
+    let mut drain_deadline: Option<tokio::time::Instant> = None;
+
+    loop {
+        if status.is_some() && !out_open && !err_open {
+            break;
+        }
+        let drain_sleep = async {
+            match drain_deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            n = stdout.read(&mut out_buf), if out_open => match n {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => out.push(ExecOutputStream::Stdout, &out_buf[..n], &mut on_output),
+            },
+            n = stderr.read(&mut err_buf), if err_open => match n {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => out.push(ExecOutputStream::Stderr, &err_buf[..n], &mut on_output),
+            },
+            exit = child.wait(), if status.is_none() => {
+                status = Some(exit?);
+                // Whatever the command left behind in its group dies with it, so a
+                // background child holding the pipes open cannot stall the turn.
+                group.kill();
+                drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+            }
+            () = &mut deadline, if status.is_none() => {
+                timed_out = true;
+                group.kill();
+                status = Some(child.wait().await?);
+                drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
+            }
+            () = drain_sleep => break,
+            () = cancel.cancelled() => {
+                group.kill();
+                let _ = child.wait().await;
+                return Err(ExecError::Cancelled);
+            }
+        }
+    }
+
+    let status = status.expect("loop ends only after the child exited");
+    let exit_code = if timed_out {
+        TIMEOUT_EXIT_CODE
+    } else {
+        exit_code_of(status)
+    };
+    Ok(ExecOutput {
+        exit_code,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        aggregated: out.aggregated,
+        duration: start.elapsed(),
+        timed_out,
+    })
+}
+
+fn exit_code_of(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|sig| 128 + sig))
+        .unwrap_or(-1)
+}
+
+struct Captured {
+    stdout: HeadTailBuffer,
+    stderr: HeadTailBuffer,
+    aggregated: HeadTailBuffer,
+    streamed: usize,
+}
+
+impl Default for Captured {
+    fn default() -> Self {
+        Self {
+            stdout: HeadTailBuffer::new(CAPTURE_CAP_BYTES),
+            stderr: HeadTailBuffer::new(CAPTURE_CAP_BYTES),
+            aggregated: HeadTailBuffer::new(CAPTURE_CAP_BYTES),
+            streamed: 0,
+        }
+    }
+}
+
+impl Captured {
+    fn push(
+        &mut self,
+        stream: ExecOutputStream,
+        bytes: &[u8],
+        on_output: &mut impl FnMut(ExecOutputStream, &[u8]),
+    ) {
+        match stream {
+            ExecOutputStream::Stdout => self.stdout.push(bytes),
+            ExecOutputStream::Stderr => self.stderr.push(bytes),
+        }
+        self.aggregated.push(bytes);
+        let room = DELTA_CAP_BYTES.saturating_sub(self.streamed);
+        if room > 0 {
+            let chunk = &bytes[..bytes.len().min(room)];
+            self.streamed += chunk.len();
+            on_output(stream, chunk);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

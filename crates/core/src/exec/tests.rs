@@ -1,0 +1,138 @@
+use std::time::Duration;
+
+use deputy_protocol::ExecOutputStream;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+fn request(script: &str, timeout: Duration) -> ExecRequest {
+    ExecRequest {
+        argv: vec!["bash".into(), "-c".into(), script.into()],
+        cwd: std::env::temp_dir(),
+        timeout,
+        env: vec![],
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+#[tokio::test]
+async fn captures_both_streams_and_exit_code() {
+    let mut deltas = Vec::new();
+    let out = run_command(
+        &request("echo out; echo err >&2; exit 3", Duration::from_secs(5)),
+        &CancellationToken::new(),
+        |stream, bytes| deltas.push((stream, bytes.to_vec())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.exit_code, 3);
+    assert_eq!(out.stdout.to_text(), "out\n");
+    assert_eq!(out.stderr.to_text(), "err\n");
+    assert!(deltas.contains(&(ExecOutputStream::Stdout, b"out\n".to_vec())));
+    assert!(deltas.contains(&(ExecOutputStream::Stderr, b"err\n".to_vec())));
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+    let out = run_command(
+        &request(&script, Duration::from_millis(300)),
+        &CancellationToken::new(),
+        |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert!(out.timed_out);
+    assert_eq!(out.exit_code, TIMEOUT_EXIT_CODE);
+    let grandchild: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The group was SIGKILLed before run_command returned; the zombie may
+    // linger until reaped by init, so check it is not running.
+    let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+    assert!(
+        !pid_alive(grandchild) || state.contains(") Z"),
+        "grandchild still running: {state}"
+    );
+}
+
+#[tokio::test]
+async fn background_child_holding_pipes_does_not_stall() {
+    let out = run_command(
+        &request("sleep 30 & echo started", Duration::from_secs(20)),
+        &CancellationToken::new(),
+        |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.exit_code, 0);
+    assert!(!out.timed_out);
+    assert!(out.duration < Duration::from_secs(5), "{:?}", out.duration);
+    assert_eq!(out.stdout.to_text(), "started\n");
+}
+
+#[tokio::test]
+async fn cancel_kills_the_command() {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let handle = tokio::spawn(async move {
+        run_command(
+            &request("echo go; sleep 30", Duration::from_secs(60)),
+            &cancel,
+            |_, _| trigger.cancel(),
+        )
+        .await
+    });
+    let result = tokio::time::timeout(Duration::from_secs(5), handle)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(result, Err(ExecError::Cancelled)));
+}
+
+#[tokio::test]
+async fn huge_output_is_capped_and_deltas_stop_at_the_cap() {
+    let mut streamed = 0usize;
+    let out = run_command(
+        &request(
+            "head -c 5000000 /dev/zero | tr '\\0' 'x'",
+            Duration::from_secs(20),
+        ),
+        &CancellationToken::new(),
+        |_, bytes| streamed += bytes.len(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.exit_code, 0);
+    assert_eq!(out.stdout.total_bytes(), 5_000_000);
+    assert_eq!(
+        out.stdout.dropped_bytes(),
+        5_000_000 - CAPTURE_CAP_BYTES as u64
+    );
+    assert_eq!(streamed, DELTA_CAP_BYTES);
+}
+
+#[tokio::test]
+async fn missing_program_is_a_spawn_error() {
+    let req = ExecRequest {
+        argv: vec!["definitely-not-a-program-xyz".into()],
+        cwd: std::env::temp_dir(),
+        timeout: Duration::from_secs(1),
+        env: vec![],
+    };
+    let err = run_command(&req, &CancellationToken::new(), |_, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("definitely-not-a-program-xyz"),
+        "{err}"
+    );
+}

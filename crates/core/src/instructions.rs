@@ -1,0 +1,66 @@
+//! What the model is told besides the user's words.
+
+use deputy_protocol::{AskForApproval, ResponseItem, SandboxMode};
+
+use crate::config::Config;
+
+const BASE_INSTRUCTIONS: &str = include_str!("prompts/base_instructions.md");
+
+/// System instructions: the caller's `base-instructions`, else deputy's own.
+pub(crate) fn base_instructions(config: &Config) -> String {
+    config
+        .base_instructions
+        .clone()
+        .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string())
+}
+
+/// Developer messages a new thread starts with: the environment and
+/// permissions, then the caller's `developer-instructions`.
+pub(crate) fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {
+    let mut items = vec![ResponseItem::developer_text(environment_context(config))];
+    if let Some(text) = config
+        .developer_instructions
+        .as_ref()
+        .filter(|t| !t.trim().is_empty())
+    {
+        items.push(ResponseItem::developer_text(text.clone()));
+    }
+    items
+}
+
+fn environment_context(config: &Config) -> String {
+    let sandbox = match config.sandbox_mode {
+        SandboxMode::ReadOnly => "commands may read files but not write them",
+        SandboxMode::WorkspaceWrite => {
+            "commands may write inside the working directory and temporary directories only"
+        }
+        SandboxMode::DangerFullAccess => "commands run without restrictions",
+    };
+    let network = if config.sandbox_mode == SandboxMode::DangerFullAccess
+        || config.sandbox_workspace_write.network_access
+    {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    let approvals = match config.approval_policy {
+        AskForApproval::Untrusted => {
+            "only known read-only commands run without the user's approval; anything else waits for it"
+        }
+        AskForApproval::OnFailure => {
+            "commands run in the sandbox; if one fails because of it, the user is asked whether to re-run it outside"
+        }
+        AskForApproval::OnRequest => {
+            "commands run in the sandbox; to run one outside it, set `sandbox_permissions` to \"require_escalated\" with a `justification`, and the user decides"
+        }
+        AskForApproval::Never => {
+            "the user is never asked; work within the sandbox and report what you could not do"
+        }
+    };
+    format!(
+        "<environment_context>\n  cwd: {}\n  `sandbox_mode` is `{}`: {sandbox}\n  network access: {network}\n  `approval_policy` is `{}`: {approvals}\n</environment_context>",
+        config.cwd.display(),
+        config.sandbox_mode.as_str(),
+        config.approval_policy.as_str(),
+    )
+}

@@ -1,0 +1,197 @@
+//! Which actions may run without asking, by approval policy and sandbox mode.
+//!
+//! Security code: every function here is pure and decided by a table-driven
+//! test. The engine asks these functions; it never re-derives the rules.
+
+use std::path::{Component, Path, PathBuf};
+
+use deputy_protocol::{AskForApproval, SandboxMode};
+
+/// What to do with a command the model wants to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecAssessment {
+    /// Run it now, under the session's sandbox or not.
+    Run {
+        /// Whether the sandbox confines it.
+        sandboxed: bool,
+    },
+    /// Ask the user; if approved, run it without the sandbox.
+    Ask {
+        /// Shown to the user (the model's justification, or why the sandbox is in the way).
+        reason: Option<String>,
+    },
+    /// Do not run it; the model is told why.
+    Reject(String),
+}
+
+/// Facts about one command request.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecRequestFacts<'a> {
+    /// The session's approval policy.
+    pub policy: AskForApproval,
+    /// The session's sandbox mode.
+    pub mode: SandboxMode,
+    /// Whether the command is on the known-safe (read-only) list.
+    pub known_safe: bool,
+    /// `Some(justification)` when the model asked to run outside the sandbox.
+    pub escalation: Option<&'a str>,
+    /// Whether the user approved this exact argv for the session.
+    pub approved_for_session: bool,
+    /// `Err(why)` when the kernel sandbox cannot be used here.
+    pub sandbox_available: Result<(), &'a str>,
+}
+
+/// Decides whether a command runs, asks, or is refused.
+pub fn assess_exec(f: ExecRequestFacts<'_>) -> ExecAssessment {
+    use AskForApproval::*;
+    if f.approved_for_session {
+        return ExecAssessment::Run { sandboxed: false };
+    }
+    if f.mode == SandboxMode::DangerFullAccess {
+        return match f.policy {
+            Untrusted if !f.known_safe => ExecAssessment::Ask {
+                reason: f.escalation.map(str::to_string),
+            },
+            _ => ExecAssessment::Run { sandboxed: false },
+        };
+    }
+    if let Some(justification) = f.escalation {
+        return match f.policy {
+            Never => ExecAssessment::Reject(
+                "approval policy is `never`: a command cannot run outside the sandbox; \
+                 run it within the sandbox or do without it"
+                    .to_string(),
+            ),
+            Untrusted | OnFailure | OnRequest => ExecAssessment::Ask {
+                reason: Some(justification.to_string()).filter(|j| !j.trim().is_empty()),
+            },
+        };
+    }
+    if f.policy == Untrusted && !f.known_safe {
+        return ExecAssessment::Ask { reason: None };
+    }
+    match (f.sandbox_available, f.policy) {
+        (Ok(()), _) => ExecAssessment::Run { sandboxed: true },
+        (Err(why), OnRequest | OnFailure) => ExecAssessment::Ask {
+            reason: Some(format!(
+                "the sandbox is unavailable ({why}); run this command without it?"
+            )),
+        },
+        (Err(why), Untrusted | Never) => ExecAssessment::Reject(format!(
+            "the sandbox is unavailable ({why}), so the command was not run"
+        )),
+    }
+}
+
+/// Whether a sandboxed command that failed like this should be offered a re-run without the sandbox.
+pub fn offer_unsandboxed_retry(policy: AskForApproval, looks_like_denial: bool) -> bool {
+    policy == AskForApproval::OnFailure && looks_like_denial
+}
+
+/// What to do with a patch the model wants to apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchAssessment {
+    /// Apply it without asking.
+    Apply,
+    /// Ask the user first.
+    Ask,
+    /// Do not apply it; the model is told why.
+    Reject(String),
+}
+
+/// Decides whether a patch applies, asks, or is refused. `writable` says
+/// whether every file it touches lies inside the sandbox's writable roots.
+pub fn assess_patch(
+    policy: AskForApproval,
+    mode: SandboxMode,
+    writable: bool,
+    approved_for_session: bool,
+) -> PatchAssessment {
+    use AskForApproval::*;
+    if approved_for_session {
+        return PatchAssessment::Apply;
+    }
+    let writable = writable || mode == SandboxMode::DangerFullAccess;
+    match policy {
+        Untrusted => PatchAssessment::Ask,
+        OnRequest | OnFailure if writable => PatchAssessment::Apply,
+        OnRequest | OnFailure => PatchAssessment::Ask,
+        Never if writable => PatchAssessment::Apply,
+        Never => PatchAssessment::Reject(
+            "the patch writes outside the writable roots and approval policy is `never`, \
+             so it was not applied"
+                .to_string(),
+        ),
+    }
+}
+
+/// Where patches may write without asking: the sandbox's writable roots
+/// minus its protected subpaths (and any `.git` below a root).
+#[derive(Debug, Clone, Default)]
+pub struct WritableRoots {
+    roots: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
+}
+
+impl WritableRoots {
+    /// Roots and read-only carve-outs, both absolute.
+    pub fn new(roots: Vec<PathBuf>, protected: Vec<PathBuf>) -> Self {
+        let canonical = |paths: Vec<PathBuf>| paths.iter().map(|p| canonical_or_self(p)).collect();
+        Self {
+            roots: canonical(roots),
+            protected: canonical(protected),
+        }
+    }
+
+    /// Whether `path` (absolute) lies inside a root and outside any protected path or `.git`.
+    /// Symlinks in the existing part of the path are resolved first, so a link
+    /// planted inside a root cannot point a write outside it.
+    pub fn allows(&self, path: &Path) -> bool {
+        let Some(resolved) = resolve_for_write(path) else {
+            return false;
+        };
+        if self.protected.iter().any(|p| resolved.starts_with(p)) {
+            return false;
+        }
+        self.roots.iter().any(|root| {
+            resolved.strip_prefix(root).is_ok_and(|rest| {
+                !rest
+                    .components()
+                    .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
+            })
+        })
+    }
+}
+
+fn canonical_or_self(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Canonicalizes the longest existing ancestor and appends the rest, refusing `..` in the rest.
+fn resolve_for_write(path: &Path) -> Option<PathBuf> {
+    if !path.is_absolute() {
+        return None;
+    }
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        // symlink_metadata: a dangling symlink exists as a link and must be resolved, not skipped.
+        if existing.symlink_metadata().is_ok() {
+            break;
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
+    // A dangling symlink fails to canonicalize, so it is refused here too.
+    let mut resolved = existing.canonicalize().ok()?;
+    for part in rest.into_iter().rev() {
+        if part == ".." || part == "." {
+            return None;
+        }
+        resolved.push(part);
+    }
+    Some(resolved)
+}
+
+#[cfg(test)]
+mod tests;

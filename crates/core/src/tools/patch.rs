@@ -1,0 +1,146 @@
+//! The `apply_patch` tool: plan, decide (apply, ask, refuse), apply all-or-nothing, report.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use deputy_apply_patch::{PlannedChange, apply_planned, parse_patch, plan_patch};
+use deputy_protocol::{
+    ApplyPatchApprovalRequestEvent, EventMsg, FileChange, PatchApplyBeginEvent, PatchApplyEndEvent,
+    ReviewDecision, TurnDiffEvent, WarningEvent,
+};
+
+use crate::safety::{PatchAssessment, assess_patch};
+use crate::sandboxing;
+use crate::thread::lock;
+use crate::turn::{TurnContext, TurnStop};
+
+/// Applies a patch under the session's policies and returns the model's text.
+pub(super) async fn apply(
+    ctx: &TurnContext,
+    call_id: &str,
+    patch_text: &str,
+    cwd: PathBuf,
+) -> Result<String, TurnStop> {
+    let planned = match parse_patch(patch_text)
+        .map_err(|e| e.to_string())
+        .and_then(|patch| plan_patch(&patch, &cwd).map_err(|e| e.to_string()))
+    {
+        Ok(planned) => planned,
+        Err(message) => return Ok(format!("apply_patch verification failed: {message}")),
+    };
+    let touched = touched_paths(&planned);
+    let changes = file_changes(&planned);
+    let config = &ctx.session.config;
+    let roots = sandboxing::writable_roots(config);
+    let writable = touched.iter().all(|p| roots.allows(p));
+    let approvals = &ctx.session.approvals;
+    let auto_approved = match assess_patch(
+        config.approval_policy,
+        config.sandbox_mode,
+        writable,
+        approvals.files_approved_for_session(touched.iter()),
+    ) {
+        PatchAssessment::Reject(reason) => return Ok(reason),
+        PatchAssessment::Apply => true,
+        PatchAssessment::Ask => {
+            let pending = approvals.register(call_id);
+            ctx.emit(EventMsg::ApplyPatchApprovalRequest(
+                ApplyPatchApprovalRequestEvent {
+                    call_id: call_id.to_string(),
+                    turn_id: ctx.turn_id.clone(),
+                    changes: changes.clone(),
+                    reason: None,
+                    grant_root: None,
+                },
+            ));
+            let answer = pending.wait(&ctx.cancel).await;
+            match answer.decision {
+                ReviewDecision::Approved => {}
+                ReviewDecision::ApprovedForSession => {
+                    approvals.approve_files_for_session(touched.iter().cloned());
+                }
+                ReviewDecision::Abort => return Err(TurnStop::Aborted),
+                ReviewDecision::Denied | ReviewDecision::TimedOut => {
+                    return Ok(match answer.reason {
+                        Some(reason) => {
+                            ctx.emit(EventMsg::Warning(WarningEvent {
+                                message: format!("patch not approved: {reason}"),
+                            }));
+                            format!("The patch was not applied: approval was denied ({reason}).")
+                        }
+                        None => "The user declined this patch; nothing was changed. Do not retry it unchanged.".to_string(),
+                    });
+                }
+            }
+            false
+        }
+    };
+
+    ctx.emit(EventMsg::PatchApplyBegin(PatchApplyBeginEvent {
+        call_id: call_id.to_string(),
+        turn_id: ctx.turn_id.clone(),
+        auto_approved,
+        changes,
+    }));
+    lock(&ctx.diff).remember_baseline(&planned);
+    let result = apply_planned(&planned);
+    let (success, stdout, stderr) = match &result {
+        Ok(summary) => (true, summary.to_string(), String::new()),
+        Err(err) => (false, String::new(), err.to_string()),
+    };
+    ctx.emit(EventMsg::PatchApplyEnd(PatchApplyEndEvent {
+        call_id: call_id.to_string(),
+        turn_id: ctx.turn_id.clone(),
+        stdout: stdout.clone(),
+        stderr: stderr.clone(),
+        success,
+    }));
+    if success {
+        let unified_diff = lock(&ctx.diff).diff(&config.cwd);
+        ctx.emit(EventMsg::TurnDiff(TurnDiffEvent { unified_diff }));
+        Ok(stdout)
+    } else {
+        Ok(format!("apply_patch failed; nothing was changed: {stderr}"))
+    }
+}
+
+fn touched_paths(planned: &[PlannedChange]) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for change in planned {
+        paths.push(change.path().to_path_buf());
+        if let PlannedChange::Update {
+            move_path: Some(dest),
+            ..
+        } = change
+        {
+            paths.push(dest.clone());
+        }
+    }
+    paths
+}
+
+/// The wire form of a plan: path → change (the last change wins for a path changed twice).
+pub(crate) fn file_changes(planned: &[PlannedChange]) -> BTreeMap<PathBuf, FileChange> {
+    planned
+        .iter()
+        .map(|change| {
+            let wire = match change {
+                PlannedChange::Add { content, .. } => FileChange::Add {
+                    content: content.clone(),
+                },
+                PlannedChange::Delete { content, .. } => FileChange::Delete {
+                    content: content.clone(),
+                },
+                PlannedChange::Update {
+                    unified_diff,
+                    move_path,
+                    ..
+                } => FileChange::Update {
+                    unified_diff: unified_diff.clone(),
+                    move_path: move_path.clone(),
+                },
+            };
+            (change.path().to_path_buf(), wire)
+        })
+        .collect()
+}

@@ -1,0 +1,175 @@
+//! The function tools offered to the model, with argument types that
+//! generate their JSON schemas.
+
+use deputy_protocol::UpdatePlanArgs;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::client::ToolSpec;
+
+/// Arguments of `shell`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ShellArgs {
+    /// The command to execute, as an argv array.
+    pub command: Vec<String>,
+    /// The working directory to execute the command in.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// The timeout for the command in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Sandbox permissions for the command. Set to "require_escalated" to request running without sandbox restrictions; defaults to "use_default".
+    #[serde(default)]
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Only set if sandbox_permissions is "require_escalated": one sentence explaining why the command needs to run outside the sandbox.
+    #[serde(default)]
+    pub justification: Option<String>,
+}
+
+/// Arguments of `shell_command`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ShellCommandArgs {
+    /// The shell script to execute with `bash -lc`.
+    pub command: String,
+    /// The working directory to execute the command in.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// The timeout for the command in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Sandbox permissions for the command. Set to "require_escalated" to request running without sandbox restrictions; defaults to "use_default".
+    #[serde(default)]
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Only set if sandbox_permissions is "require_escalated": one sentence explaining why the command needs to run outside the sandbox.
+    #[serde(default)]
+    pub justification: Option<String>,
+}
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ApplyPatchArgs {
+    /// The entire patch, from `*** Begin Patch` to `*** End Patch`.
+    pub input: String,
+}
+
+/// Whether a command asks to leave the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxPermissions {
+    /// Run under the session's sandbox.
+    #[default]
+    UseDefault,
+    /// Ask the user to run it without the sandbox.
+    RequireEscalated,
+}
+
+/// Names of the tools, defined once.
+pub mod names {
+    /// argv-based command runner.
+    pub const SHELL: &str = "shell";
+    /// Script-based command runner.
+    pub const SHELL_COMMAND: &str = "shell_command";
+    /// File editing.
+    pub const APPLY_PATCH: &str = "apply_patch";
+    /// Plan tracking.
+    pub const UPDATE_PLAN: &str = "update_plan";
+}
+
+const SHELL_DESCRIPTION: &str = "Runs a command given as an argv array and returns its exit code, wall time and output. \
+Wrap shell syntax (pipes, redirection, globs) as [\"bash\", \"-lc\", \"<script>\"]. \
+Always set `workdir` instead of using `cd`. Output is truncated in the middle when long.";
+const SHELL_COMMAND_DESCRIPTION: &str = "Runs a shell script with `bash -lc` and returns its exit code, wall time and output. \
+Always set `workdir` instead of using `cd`. Output is truncated in the middle when long.";
+const APPLY_PATCH_DESCRIPTION: &str = r#"Edits files with a patch. The patch is plain text:
+
+*** Begin Patch
+*** Add File: path/new.txt
++first line of the new file
+*** Update File: path/existing.py
+*** Move to: path/renamed.py        (optional)
+@@ def some_function():             (optional line to locate the change)
+ unchanged context line
+-line to remove
++line to add
+*** Delete File: path/obsolete.txt
+*** End Patch
+
+Paths are relative to the working directory. Give about three lines of unchanged context around each change; use `@@` lines to disambiguate. A patch that does not apply changes nothing."#;
+const UPDATE_PLAN_DESCRIPTION: &str = "Records the task plan: a list of steps, each pending, in_progress or completed, with at most one in_progress. \
+Call it when the plan changes; the user sees it.";
+
+/// The tool specs for a thread.
+pub fn tool_specs(include_plan_tool: bool) -> Vec<ToolSpec> {
+    let mut specs = vec![
+        spec::<ShellArgs>(names::SHELL, SHELL_DESCRIPTION),
+        spec::<ShellCommandArgs>(names::SHELL_COMMAND, SHELL_COMMAND_DESCRIPTION),
+        spec::<ApplyPatchArgs>(names::APPLY_PATCH, APPLY_PATCH_DESCRIPTION),
+    ];
+    if include_plan_tool {
+        specs.push(spec::<UpdatePlanArgs>(
+            names::UPDATE_PLAN,
+            UPDATE_PLAN_DESCRIPTION,
+        ));
+    }
+    specs
+}
+
+fn spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
+    let settings = schemars::generate::SchemaSettings::draft07().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut parameters = schema.to_value();
+    if let Some(object) = parameters.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+        object.remove("description");
+        object.remove("definitions");
+    }
+    ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn shell_schema_matches_codex_argument_shape() {
+        let specs = tool_specs(true);
+        let shell = specs.iter().find(|s| s.name == "shell").unwrap();
+        let props = shell.parameters["properties"].as_object().unwrap();
+        let mut keys: Vec<&str> = props.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "command",
+                "justification",
+                "sandbox_permissions",
+                "timeout_ms",
+                "workdir"
+            ]
+        );
+        assert_eq!(shell.parameters["required"], json!(["command"]));
+        assert_eq!(props["command"]["type"], json!("array"));
+    }
+
+    #[test]
+    fn plan_tool_is_optional_and_has_status_enum() {
+        assert_eq!(tool_specs(false).len(), 3);
+        let specs = tool_specs(true);
+        let plan = specs.iter().find(|s| s.name == "update_plan").unwrap();
+        let text = plan.parameters.to_string();
+        assert!(
+            text.contains("in_progress") && text.contains("completed"),
+            "{text}"
+        );
+        assert!(!text.contains("$ref"), "schemas must be inlined: {text}");
+    }
+}

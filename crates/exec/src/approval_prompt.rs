@@ -1,0 +1,92 @@
+//! Answering approval requests on the terminal, or refusing them without one.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ReviewDecision};
+
+const NO_TTY_REASON: &str = "deputy exec has no terminal to ask for approval on; \
+pass `-a never` to run without approvals (commands stay sandboxed), or run it in a terminal";
+
+/// Asks whether to run a command.
+pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
+    let command = shlex::try_join(req.command.iter().map(String::as_str))
+        .unwrap_or_else(|_| req.command.join(" "));
+    let mut question = format!("Run `{command}` in {}?", req.cwd.display());
+    if let Some(reason) = &req.reason {
+        question.push_str(&format!("\n  reason: {reason}"));
+    }
+    ask(question).await
+}
+
+/// Asks whether to apply a patch.
+pub(crate) async fn ask_patch(
+    req: &ApplyPatchApprovalRequestEvent,
+) -> (ReviewDecision, Option<String>) {
+    let files: Vec<String> = req
+        .changes
+        .keys()
+        .map(|p| p.display().to_string())
+        .collect();
+    ask(format!("Apply a patch to {}?", files.join(", "))).await
+}
+
+async fn ask(question: String) -> (ReviewDecision, Option<String>) {
+    if !std::io::stdin().is_terminal() {
+        eprintln!("approval needed: {question}\n  denied: {NO_TTY_REASON}");
+        return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
+    }
+    let answer = tokio::task::spawn_blocking(move || prompt_blocking(&question)).await;
+    answer.unwrap_or((
+        ReviewDecision::Denied,
+        Some("the approval prompt failed".to_string()),
+    ))
+}
+
+fn prompt_blocking(question: &str) -> (ReviewDecision, Option<String>) {
+    let stdin = std::io::stdin();
+    loop {
+        eprint!("{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                return (
+                    ReviewDecision::Denied,
+                    Some("the terminal closed before an answer".into()),
+                );
+            }
+            Ok(_) => {}
+        }
+        if let Some(decision) = parse_answer(&line) {
+            return (decision, None);
+        }
+    }
+}
+
+/// Maps a typed answer to a decision; `None` asks again.
+fn parse_answer(line: &str) -> Option<ReviewDecision> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(ReviewDecision::Approved),
+        "a" | "always" => Some(ReviewDecision::ApprovedForSession),
+        "n" | "no" => Some(ReviewDecision::Denied),
+        "q" | "quit" => Some(ReviewDecision::Abort),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_map_to_decisions() {
+        assert_eq!(parse_answer("y\n"), Some(ReviewDecision::Approved));
+        assert_eq!(
+            parse_answer("Always"),
+            Some(ReviewDecision::ApprovedForSession)
+        );
+        assert_eq!(parse_answer(" n "), Some(ReviewDecision::Denied));
+        assert_eq!(parse_answer("q"), Some(ReviewDecision::Abort));
+        assert_eq!(parse_answer("maybe"), None);
+    }
+}

@@ -1,0 +1,82 @@
+//! What a front door can ask of a thread.
+
+use serde::{Deserialize, Serialize};
+
+/// An op with the id its events will carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Submission {
+    /// Echoed as `Event::id` on the events this op causes.
+    pub id: String,
+    /// What to do.
+    pub op: Op,
+}
+
+/// A request to a running thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// Start a turn with this user input.
+    UserInput {
+        /// The input parts.
+        items: Vec<InputItem>,
+    },
+    /// Stop the running turn: kill its commands, emit `turn_aborted`.
+    Interrupt,
+    /// Answer an `exec_approval_request`.
+    ExecApproval {
+        /// The request's `call_id`.
+        id: String,
+        /// The answer.
+        decision: ReviewDecision,
+        /// Why this decision was made without the user (timeout, no client support…).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Answer an `apply_patch_approval_request`.
+    PatchApproval {
+        /// The request's `call_id`.
+        id: String,
+        /// The answer.
+        decision: ReviewDecision,
+        /// Why this decision was made without the user (timeout, no client support…).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// End the thread: interrupt any turn and stop.
+    Shutdown,
+}
+
+/// One part of user input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputItem {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// A user's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewDecision {
+    /// Run it this once.
+    Approved,
+    /// Run it, and the same thing again this session without asking.
+    ApprovedForSession,
+    /// Do not run it; the turn goes on.
+    #[default]
+    Denied,
+    /// Do not run it; the turn ends.
+    Abort,
+    /// Nobody answered in time; treated as denied.
+    TimedOut,
+}
+
+impl ReviewDecision {
+    /// Whether the action may proceed.
+    pub fn is_approved(self) -> bool {
+        matches!(self, Self::Approved | Self::ApprovedForSession)
+    }
+}

@@ -1,0 +1,62 @@
+//! Run a command confined by the Linux kernel: Landlock for files, seccomp for network.
+//!
+//! The crate knows nothing of who asks: given a [`SandboxPolicy`], a working directory and an
+//! argv, [`wrap_command`] returns the argv that runs the command confined. That argv
+//! re-executes the calling binary through the hidden [`LAUNCHER_SUBCOMMAND`], whose `main`
+//! hands control to [`launcher_main`] before starting any thread. The launcher, a fresh
+//! single-threaded process, makes `.git` read-only, drops capabilities, sets `no_new_privs`,
+//! applies the Landlock ruleset and the seccomp filter, then execs the command, which cannot
+//! undo any of it. When any step fails the command is not run
+//! ([`SANDBOX_UNAVAILABLE_EXIT_CODE`]).
+
+mod denial;
+mod launch_args;
+#[cfg(target_os = "linux")]
+mod linux;
+mod policy;
+mod support;
+
+use std::ffi::OsString;
+
+pub use denial::{SANDBOX_UNAVAILABLE_EXIT_CODE, looks_like_sandbox_denial};
+pub use launch_args::{
+    LAUNCHER_SUBCOMMAND, LaunchArgsError, LaunchRequest, parse_launch_args, wrap_command,
+};
+pub use policy::{SandboxMode, SandboxPolicy};
+pub use support::{SandboxSupport, SandboxUnavailable};
+
+/// Set to `1` in the environment of a confined command that has no network.
+pub const NETWORK_DISABLED_ENV: &str = "DEPUTY_SANDBOX_NETWORK_DISABLED";
+
+/// Whether this kernel can confine commands, and with which Landlock ABI (checked once).
+pub fn probe() -> Result<SandboxSupport, SandboxUnavailable> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::probe()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(SandboxUnavailable::UnsupportedPlatform)
+    }
+}
+
+/// Runs the launcher: `args` are the arguments after [`LAUNCHER_SUBCOMMAND`].
+///
+/// Call it first thing in `main`, before any thread exists. It confines this process and
+/// execs the command, or prints `deputy sandbox: <reason>` and exits with
+/// [`SANDBOX_UNAVAILABLE_EXIT_CODE`] without running it.
+pub fn launcher_main(args: impl Iterator<Item = OsString>) -> ! {
+    #[cfg(target_os = "linux")]
+    {
+        linux::launcher_main(args)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        drop(args);
+        eprintln!(
+            "deputy sandbox: {}",
+            SandboxUnavailable::UnsupportedPlatform
+        );
+        std::process::exit(SANDBOX_UNAVAILABLE_EXIT_CODE)
+    }
+}

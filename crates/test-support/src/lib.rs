@@ -1,0 +1,43 @@
+//! Test doubles for deputy's whole-process tests and benchmarks.
+//!
+//! - [`MockModelServer`] stands in for the model: a real HTTP server on `127.0.0.1` that
+//!   answers `POST /v1/responses` (Responses API) and `POST /v1/chat/completions`
+//!   (Chat Completions) with scripted streaming bodies, served in order from one queue,
+//!   and records every request. Scripts can also fail: error statuses, dropped
+//!   connections, stalled streams and slow ones. [`responses`] and [`chat`] build the
+//!   events and chunks, [`MockResponse`] the whole answers.
+//! - [`StdioClient`] drives a child process (usually `deputy mcp-server`) over
+//!   newline-delimited JSON-RPC on its stdin and stdout, keeps every message it prints,
+//!   and explains failed waits with the recent messages and the child's stderr.
+//!   [`McpSession`] performs the MCP handshake.
+//! - [`TestHome`] is a temporary `DEPUTY_HOME` configured to use the mock server, and
+//!   [`python_with_mcp`] provides a Python with the official MCP SDK for
+//!   interoperability tests.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use deputy_test_support::{McpSession, MockModelServer, MockResponse, StdioClient, TestHome};
+//! use serde_json::json;
+//!
+//! let server = MockModelServer::start();
+//! server.push(MockResponse::text_turn("Done."));
+//! let home = TestHome::new(&server.base_url());
+//! let mut cmd = home.command("target/debug/deputy");
+//! cmd.arg("mcp-server");
+//! let client = StdioClient::spawn(cmd);
+//! McpSession::initialize(&client, json!({}));
+//! let id = client.request("tools/call", json!({"name": "codex", "arguments": {"prompt": "hi"}}));
+//! let response = client.wait_response(id, Duration::from_secs(30)).unwrap();
+//! assert_eq!(response["result"]["structuredContent"]["content"], "Done.");
+//! assert_eq!(server.requests()[0].path, "/v1/responses");
+//! ```
+
+mod mock_server;
+mod python_env;
+mod stdio_client;
+mod test_home;
+
+pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
+pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
+pub use stdio_client::{McpSession, StdioClient};
+pub use test_home::TestHome;

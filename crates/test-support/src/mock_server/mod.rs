@@ -1,0 +1,212 @@
+//! A scripted stand-in for an OpenAI-compatible model endpoint on 127.0.0.1.
+//!
+//! Tests queue [`MockResponse`]s; each `POST /v1/responses` or `POST /v1/chat/completions`
+//! takes the next one in order and every request is recorded for later assertions.
+
+pub mod chat;
+mod recorded;
+mod response;
+pub mod responses;
+mod serve;
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdTcpListener};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::serve::ListenerExt;
+use tokio::sync::oneshot;
+
+pub use recorded::RecordedRequest;
+pub use response::{MockResponse, SseEvent};
+
+/// State shared between the test thread and the server's runtime.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Signalled whenever a request is recorded.
+    recorded: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<MockResponse>,
+    requests: Vec<RecordedRequest>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A test that panicked while holding the lock must not hide later diagnostics.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `request` and, when it is `routed` to a model endpoint, takes the next
+    /// scripted response. Returns the request's 1-based number and that response.
+    pub(crate) fn record(
+        &self,
+        request: RecordedRequest,
+        routed: bool,
+    ) -> (usize, Option<MockResponse>) {
+        let mut state = self.lock();
+        state.requests.push(request);
+        let number = state.requests.len();
+        let scripted = if routed {
+            state.queue.pop_front()
+        } else {
+            None
+        };
+        drop(state);
+        self.recorded.notify_all();
+        (number, scripted)
+    }
+}
+
+/// A real HTTP server on `127.0.0.1` serving scripted OpenAI streaming responses.
+///
+/// It runs its own single-threaded tokio runtime on a background thread, so it works the
+/// same from sync and async tests. Dropping it stops the server and closes every
+/// connection, including stalled ones.
+pub struct MockModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MockModelServer {
+    /// Starts a server on an ephemeral port.
+    ///
+    /// # Panics
+    /// When no socket or runtime can be created; see [`MockModelServer::try_start`].
+    pub fn start() -> Self {
+        match Self::try_start() {
+            Ok(server) => server,
+            Err(err) => panic!("mock model server failed to start: {err}"),
+        }
+    }
+
+    /// Starts a server on an ephemeral port, reporting socket and runtime errors.
+    pub fn try_start() -> io::Result<Self> {
+        let listener = StdTcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _entered = runtime.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            recorded: Condvar::new(),
+        });
+        let app = serve::router(Arc::clone(&shared));
+        let (shutdown, shutdown_rx) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("mock-model-server-{}", addr.port()))
+            .spawn(move || {
+                // Small frames must not wait for Nagle's algorithm, or pacing tests drift.
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                runtime.block_on(async move {
+                    tokio::select! {
+                        _ = axum::serve(listener, app) => {}
+                        _ = shutdown_rx => {}
+                    }
+                });
+                // Dropping the runtime here drops every connection task, releasing stalls.
+                drop(runtime);
+            })?;
+        Ok(Self {
+            addr,
+            shared,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// The base URL to configure as a provider's `base_url`: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The socket address the server listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues `response` behind those already queued.
+    pub fn push(&self, response: MockResponse) {
+        self.shared.lock().queue.push_back(response);
+    }
+
+    /// Queues `responses` in order behind those already queued.
+    pub fn push_all(&self, responses: impl IntoIterator<Item = MockResponse>) {
+        self.shared.lock().queue.extend(responses);
+    }
+
+    /// How many queued responses no request has taken yet.
+    pub fn pending_responses(&self) -> usize {
+        self.shared.lock().queue.len()
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// How many requests have been received so far.
+    pub fn request_count(&self) -> usize {
+        self.shared.lock().requests.len()
+    }
+
+    /// Waits until at least `n` requests have arrived and returns all received so far.
+    ///
+    /// The error says how many arrived and which, for a readable test failure.
+    pub fn wait_for_requests(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Vec<RecordedRequest>, String> {
+        let state = self.shared.lock();
+        let (state, _) = self
+            .shared
+            .recorded
+            .wait_timeout_while(state, timeout, |state| state.requests.len() < n)
+            .unwrap_or_else(PoisonError::into_inner);
+        if state.requests.len() >= n {
+            return Ok(state.requests.clone());
+        }
+        let seen: Vec<String> = state
+            .requests
+            .iter()
+            .map(RecordedRequest::summary)
+            .collect();
+        Err(format!(
+            "mock model server: waited {timeout:?} for {n} request(s) but received {}: {seen:?}",
+            state.requests.len()
+        ))
+    }
+}
+
+impl Drop for MockModelServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for MockModelServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockModelServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
