@@ -1,7 +1,10 @@
-//! Where a thread's events go: the front door's receiver.
+//! Where a thread's events go: the front door's receiver, and the rollout for
+//! the kinds worth keeping.
 
 use deputy_protocol::{Event, EventMsg};
 use tokio::sync::mpsc;
+
+use crate::rollout::RolloutRecorder;
 
 /// Sends a thread's events to its owner. Unbounded because volume is capped at
 /// the source (command output deltas stop after a fixed number of bytes), and
@@ -9,15 +12,33 @@ use tokio::sync::mpsc;
 #[derive(Debug, Clone)]
 pub(crate) struct EventSink {
     tx: mpsc::UnboundedSender<Event>,
+    rollout: Option<RolloutRecorder>,
 }
 
 impl EventSink {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
-        Self { tx }
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>, rollout: Option<RolloutRecorder>) -> Self {
+        Self { tx, rollout }
     }
 
     /// Sends one event; a closed receiver means nobody listens any more, which is fine.
     pub(crate) fn send(&self, id: &str, msg: EventMsg) {
+        if let Some(rollout) = &self.rollout {
+            rollout.record_event(&msg);
+        }
+        let _ = self.tx.send(Event {
+            id: id.to_string(),
+            msg,
+        });
+    }
+
+    /// Sends a turn-ending event once the rollout, that event included, is on
+    /// disk: whoever sees the turn end can rely on it surviving a crash.
+    pub(crate) async fn send_turn_end(&self, id: &str, msg: EventMsg) {
+        if let Some(rollout) = &self.rollout {
+            rollout.record_event(&msg);
+            // A failed sync is logged by the writer; the turn's result still goes out.
+            let _ = rollout.sync().await;
+        }
         let _ = self.tx.send(Event {
             id: id.to_string(),
             msg,

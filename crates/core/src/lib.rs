@@ -14,6 +14,7 @@ pub mod config;
 mod event_sink;
 pub mod exec;
 mod instructions;
+pub mod rollout;
 pub mod safety;
 mod sandboxing;
 mod thread;
@@ -22,4 +23,4 @@ pub mod tools;
 mod turn;
 
 pub use thread::{Thread, ThreadError, TurnEvents};
-pub use thread_manager::{StartError, ThreadManager};
+pub use thread_manager::{ResumeError, StartError, ThreadManager};

@@ -16,6 +16,7 @@ use crate::approval::{Answer, ApprovalGate};
 use crate::client::ModelClient;
 use crate::config::Config;
 use crate::event_sink::EventSink;
+use crate::rollout::{RolloutRecorder, TurnContextRecord};
 
 /// Why an op could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -123,6 +124,8 @@ pub(crate) struct Session {
     pub(crate) approvals: ApprovalGate,
     pub(crate) client: ModelClient,
     pub(crate) total_usage: Mutex<TokenUsage>,
+    /// Where the thread is persisted, when it is.
+    pub(crate) rollout: Option<RolloutRecorder>,
 }
 
 impl Session {
@@ -131,9 +134,29 @@ impl Session {
         lock(&self.history).clone()
     }
 
-    /// Appends items to the history.
+    /// Appends items to the history and queues them for the rollout.
     pub(crate) fn record(&self, items: impl IntoIterator<Item = ResponseItem>) {
-        lock(&self.history).extend(items);
+        let mut history = lock(&self.history);
+        let start = history.len();
+        history.extend(items);
+        if let Some(rollout) = &self.rollout {
+            rollout.record_items(&history[start..]);
+        }
+    }
+
+    /// Queues the settings turn `turn_id` starts with for the rollout.
+    pub(crate) fn record_turn_context(&self, turn_id: &str) {
+        if let Some(rollout) = &self.rollout {
+            rollout.record_turn_context(TurnContextRecord::new(turn_id, &self.config));
+        }
+    }
+
+    /// Waits until the rollout's queued records reach the kernel, so a killed
+    /// process keeps them. Failures are logged by the writer and not fatal.
+    pub(crate) async fn flush_rollout(&self) {
+        if let Some(rollout) = &self.rollout {
+            let _ = rollout.flush().await;
+        }
     }
 
     /// Adds a model response's usage and returns the new total.
@@ -156,16 +179,18 @@ pub(crate) fn spawn_thread(
     config: Arc<Config>,
     client: ModelClient,
     initial_history: Vec<ResponseItem>,
+    rollout: Option<RolloutRecorder>,
 ) -> Arc<Thread> {
     let (submit_tx, submit_rx) = mpsc::unbounded_channel();
     let (event_tx, event_rx) = mpsc::unbounded_channel();
     let session = Arc::new(Session {
         approvals: ApprovalGate::new(config.approval_timeout),
         config: config.clone(),
-        events: EventSink::new(event_tx),
+        events: EventSink::new(event_tx, rollout.clone()),
         history: Mutex::new(initial_history),
         client,
         total_usage: Mutex::default(),
+        rollout,
     });
     tokio::spawn(submission_loop(session, submit_rx));
     Arc::new(Thread {

@@ -1,4 +1,5 @@
-//! The registry of live threads: creating them, finding them, shutting them down.
+//! The registry of live threads: creating them, resuming them from disk,
+//! finding them, shutting them down.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -7,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use deputy_protocol::{Op, SessionConfiguredEvent};
 
 use crate::client::{ModelClient, ModelError};
-use crate::config::Config;
+use crate::config::{Config, ConfigError, ConfigLayers};
 use crate::instructions;
+use crate::rollout::{self, RolloutError, RolloutRecorder, SessionMeta, SessionSource};
 use crate::thread::{Thread, lock, spawn_thread};
 
 /// Why a thread could not be started.
@@ -17,26 +19,83 @@ pub enum StartError {
     /// The model client could not be built from the configuration.
     #[error("cannot set up the model client: {0}")]
     Model(#[from] ModelError),
+    /// The session's rollout file could not be created.
+    #[error("cannot create the session file: {0}")]
+    Rollout(#[from] RolloutError),
+}
+
+/// Why a thread could not be resumed from its rollout.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// No live thread and no rollout has this id.
+    #[error("Session not found for thread_id: {0}")]
+    NotFound(String),
+    /// Another process has the thread open.
+    #[error("thread is open in another process")]
+    Locked,
+    /// The rollout exists but holds no usable session.
+    #[error("cannot resume the session: {0}")]
+    Corrupt(#[source] RolloutError),
+    /// The rollout could not be read or written.
+    #[error("cannot resume the session: {0}")]
+    Io(#[source] RolloutError),
+    /// The saved configuration, with the caller's, does not load any more.
+    #[error("cannot resume the session: its configuration does not load: {0}")]
+    Config(#[from] ConfigError),
+    /// The model client could not be built from the configuration.
+    #[error("cannot resume the session: cannot set up the model client: {0}")]
+    Model(#[from] ModelError),
+}
+
+impl ResumeError {
+    /// Whether the thread simply does not exist (as opposed to failing to load).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound(_))
+    }
+}
+
+impl From<RolloutError> for ResumeError {
+    fn from(err: RolloutError) -> Self {
+        match err {
+            RolloutError::NotFound(id) => Self::NotFound(id),
+            RolloutError::Locked => Self::Locked,
+            err @ RolloutError::Corrupt { .. } => Self::Corrupt(err),
+            err @ RolloutError::Io { .. } => Self::Io(err),
+        }
+    }
 }
 
 /// Owns every live thread of a process.
 #[derive(Debug)]
 pub struct ThreadManager {
     threads: Mutex<HashMap<String, Arc<Thread>>>,
+    /// Held while resuming, so that two callers resuming one thread get one thread.
+    resuming: Mutex<()>,
     sandbox_launcher: Option<PathBuf>,
+    source: SessionSource,
 }
 
 impl ThreadManager {
     /// A manager whose threads confine commands by re-executing `sandbox_launcher`
     /// (deputy's own binary); `None` means sandboxed commands cannot run.
+    /// Its sessions are recorded as started by the MCP server unless
+    /// [`ThreadManager::with_session_source`] says otherwise.
     pub fn new(sandbox_launcher: Option<PathBuf>) -> Self {
         Self {
             threads: Mutex::default(),
+            resuming: Mutex::default(),
             sandbox_launcher,
+            source: SessionSource::Mcp,
         }
     }
 
-    /// Starts a new thread. Must be called within a tokio runtime.
+    /// Records new sessions as started by `source`.
+    pub fn with_session_source(mut self, source: SessionSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Starts a new thread and creates its rollout. Must be called within a tokio runtime.
     pub fn start_thread(
         &self,
         mut config: Config,
@@ -45,20 +104,68 @@ impl ThreadManager {
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = uuid::Uuid::now_v7().to_string();
         let history = instructions::initial_developer_messages(&config);
-        let configured = SessionConfiguredEvent {
-            session_id: id.clone(),
-            model: config.model.clone(),
-            model_provider_id: config.model_provider_id.clone(),
-            approval_policy: config.approval_policy,
-            sandbox_policy: config.sandbox_policy(),
-            cwd: config.cwd.clone(),
-            history_log_id: 0,
-            history_entry_count: 0,
-            rollout_path: None,
-        };
-        let thread = spawn_thread(id.clone(), Arc::new(config), client, history);
+        let meta = SessionMeta::new(&id, &config, self.source);
+        let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &history)?;
+        let configured = configured_event(&id, &config, 0, recorder.path());
+        let thread = spawn_thread(
+            id.clone(),
+            Arc::new(config),
+            client,
+            history,
+            Some(recorder),
+        );
         lock(&self.threads).insert(id, thread.clone());
         Ok((thread, configured))
+    }
+
+    /// Resumes thread `id` from its rollout under `layers.deputy_home`: the
+    /// saved history exactly, and the saved cwd, model, provider, policies and
+    /// instructions wherever `layers.overrides` leaves them unset (above
+    /// config.toml and `-c`, below per-call settings). Must be called within a
+    /// tokio runtime; fails with [`ResumeError::Locked`] when another process
+    /// has the thread open.
+    pub fn resume_thread(
+        &self,
+        id: &str,
+        layers: &ConfigLayers,
+    ) -> Result<(Arc<Thread>, SessionConfiguredEvent), ResumeError> {
+        let path = rollout::find_rollout(&layers.deputy_home, id)?;
+        let (recorder, session) = RolloutRecorder::resume(&path)?;
+        let mut config = saved_layers(layers, &session.meta).load()?;
+        for warning in &session.warnings {
+            tracing::warn!("{warning}");
+        }
+        config.warnings.extend(session.warnings);
+        config.sandbox_launcher = self.sandbox_launcher.clone();
+        let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
+        let id = session.meta.id;
+        let configured = configured_event(&id, &config, session.history.len(), &path);
+        let thread = spawn_thread(
+            id.clone(),
+            Arc::new(config),
+            client,
+            session.history,
+            Some(recorder),
+        );
+        lock(&self.threads).insert(id, thread.clone());
+        Ok((thread, configured))
+    }
+
+    /// The live thread `id`, else that thread resumed from its rollout (see
+    /// [`ThreadManager::resume_thread`]). Must be called within a tokio runtime.
+    pub fn get_or_resume(
+        &self,
+        id: &str,
+        layers: &ConfigLayers,
+    ) -> Result<Arc<Thread>, ResumeError> {
+        let canonical = uuid::Uuid::parse_str(id)
+            .map(|u| u.hyphenated().to_string())
+            .unwrap_or_else(|_| id.to_string());
+        let _resuming = lock(&self.resuming);
+        if let Some(thread) = self.get(&canonical) {
+            return Ok(thread);
+        }
+        self.resume_thread(id, layers).map(|(thread, _)| thread)
     }
 
     /// The live thread with this id.
@@ -82,4 +189,72 @@ impl ThreadManager {
             thread.closed().await;
         }
     }
+}
+
+fn configured_event(
+    id: &str,
+    config: &Config,
+    history_entry_count: usize,
+    rollout_path: &std::path::Path,
+) -> SessionConfiguredEvent {
+    SessionConfiguredEvent {
+        session_id: id.to_string(),
+        model: config.model.clone(),
+        model_provider_id: config.model_provider_id.clone(),
+        approval_policy: config.approval_policy,
+        sandbox_policy: config.sandbox_policy(),
+        cwd: config.cwd.clone(),
+        history_log_id: 0,
+        history_entry_count,
+        rollout_path: Some(rollout_path.to_path_buf()),
+    }
+}
+
+/// The caller's layers with the session's saved settings slotted in: as the
+/// last `-c` overrides (so per-call `config` entries and typed overrides still
+/// win), and the cwd wherever the caller gave none.
+fn saved_layers(layers: &ConfigLayers, meta: &SessionMeta) -> ConfigLayers {
+    use toml::Value;
+    let mut layers = layers.clone();
+    let text = |s: &str| Value::String(s.to_string());
+    let ws = &meta.sandbox_workspace_write;
+    let workspace_write: toml::Table = [
+        (
+            "writable_roots",
+            Value::Array(
+                ws.writable_roots
+                    .iter()
+                    .map(|root| text(&root.to_string_lossy()))
+                    .collect(),
+            ),
+        ),
+        ("network_access", Value::Boolean(ws.network_access)),
+        (
+            "exclude_tmpdir_env_var",
+            Value::Boolean(ws.exclude_tmpdir_env_var),
+        ),
+        ("exclude_slash_tmp", Value::Boolean(ws.exclude_slash_tmp)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let mut saved = vec![
+        ("model", text(&meta.model)),
+        ("model_provider", text(&meta.model_provider)),
+        ("approval_policy", text(meta.approval_policy.as_str())),
+        ("sandbox_mode", text(meta.sandbox_mode.as_str())),
+        ("sandbox_workspace_write", Value::Table(workspace_write)),
+        ("include_plan_tool", Value::Boolean(meta.include_plan_tool)),
+    ];
+    if let Some(base) = &meta.base_instructions {
+        saved.push(("base_instructions", text(base)));
+    }
+    if let Some(developer) = &meta.developer_instructions {
+        saved.push(("developer_instructions", text(developer)));
+    }
+    layers
+        .cli_overrides
+        .extend(saved.into_iter().map(|(k, v)| (k.to_string(), v)));
+    layers.overrides.cwd.get_or_insert_with(|| meta.cwd.clone());
+    layers
 }

@@ -57,6 +57,7 @@ pub(crate) async fn run_turn(
         cancel: cancel.clone(),
         diff: std::sync::Mutex::default(),
     };
+    ctx.session.record_turn_context(&ctx.turn_id);
     ctx.emit(EventMsg::TaskStarted(TaskStartedEvent {
         turn_id: ctx.turn_id.clone(),
         model_context_window: ctx.session.config.model_context_window,
@@ -97,7 +98,7 @@ pub(crate) async fn run_turn(
             })
         }
     };
-    ctx.emit(end);
+    ctx.session.events.send_turn_end(&ctx.sub_id, end).await;
 }
 
 async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
@@ -131,10 +132,13 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
         if calls.is_empty() {
             return Ok(last_agent_message);
         }
+        // The calls reach the disk before they run: a crash mid-command keeps them.
+        ctx.session.flush_rollout().await;
         for (call_id, name, arguments) in calls {
             let output = tools::handle_call(ctx, &call_id, &name, &arguments).await?;
             ctx.session
                 .record([ResponseItem::FunctionCallOutput { call_id, output }]);
+            ctx.session.flush_rollout().await;
         }
     }
 }
@@ -244,7 +248,7 @@ async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseI
 /// Gives every function call without an output an "aborted" output, so the
 /// history stays a valid request for the next turn.
 fn close_dangling_calls(session: &Session) {
-    let mut history = lock(&session.history);
+    let history = lock(&session.history);
     let answered: HashSet<String> = history
         .iter()
         .filter_map(|item| match item {
@@ -261,7 +265,8 @@ fn close_dangling_calls(session: &Session) {
             _ => None,
         })
         .collect();
-    history.extend(
+    drop(history);
+    session.record(
         dangling
             .into_iter()
             .map(|call_id| ResponseItem::FunctionCallOutput {

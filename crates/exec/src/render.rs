@@ -1,6 +1,7 @@
 //! The compact human view of a turn, written to stderr.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use deputy_protocol::{EventMsg, FileChange};
 
@@ -9,6 +10,8 @@ use deputy_protocol::{EventMsg, FileChange};
 #[derive(Debug, Default)]
 pub struct HumanRenderer {
     total_tokens: Option<u64>,
+    /// The session's working directory; paths under it are shown relative to it.
+    cwd: Option<PathBuf>,
 }
 
 impl HumanRenderer {
@@ -19,15 +22,18 @@ impl HumanRenderer {
 
     fn try_render(&mut self, msg: &EventMsg, out: &mut impl Write) -> std::io::Result<()> {
         match msg {
-            EventMsg::SessionConfigured(c) => writeln!(
-                out,
-                "deputy · model {} ({}) · sandbox {} · approvals {} · {}",
-                c.model,
-                c.model_provider_id,
-                c.sandbox_policy.mode().as_str(),
-                c.approval_policy.as_str(),
-                c.cwd.display()
-            ),
+            EventMsg::SessionConfigured(c) => {
+                self.cwd = Some(c.cwd.clone());
+                writeln!(
+                    out,
+                    "deputy · model {} ({}) · sandbox {} · approvals {} · {}",
+                    c.model,
+                    c.model_provider_id,
+                    c.sandbox_policy.mode().as_str(),
+                    c.approval_policy.as_str(),
+                    c.cwd.display()
+                )
+            }
             EventMsg::AgentMessage(m) => writeln!(out, "\n{}\n", m.message.trim_end()),
             EventMsg::AgentReasoning(r) => writeln!(out, "thinking: {}", r.text.trim_end()),
             EventMsg::ExecCommandBegin(b) => {
@@ -54,7 +60,7 @@ impl HumanRenderer {
                         FileChange::Delete { .. } => "D",
                         FileChange::Update { .. } => "M",
                     };
-                    writeln!(out, "patch {tag} {}", path.display())?;
+                    writeln!(out, "patch {tag} {}", self.shown(path).display())?;
                 }
                 Ok(())
             }
@@ -89,6 +95,15 @@ impl HumanRenderer {
             },
             _ => Ok(()),
         }
+    }
+
+    /// `path` relative to the session's cwd when it lies inside it.
+    fn shown<'a>(&self, path: &'a Path) -> &'a Path {
+        self.cwd
+            .as_deref()
+            .and_then(|cwd| path.strip_prefix(cwd).ok())
+            .filter(|relative| !relative.as_os_str().is_empty())
+            .unwrap_or(path)
     }
 }
 

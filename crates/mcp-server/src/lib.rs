@@ -1,13 +1,52 @@
-//! deputy's MCP front door (placeholder until the MCP issue lands).
+//! deputy's MCP front door: `deputy mcp-server` speaks MCP over stdio and
+//! offers the tools `codex` (start a session, run its first turn) and
+//! `codex-reply` (run the next turn), wire-compatible with Codex's server.
+//!
+//! Architecture invariant: no agent logic here — this crate translates
+//! `tools/call` into engine ops and engine events into `codex/event`
+//! notifications, elicitations and progress.
+
+mod progress;
+mod server;
+mod stdio;
+mod tool_params;
+mod turn_runner;
+mod wire;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
+use anyhow::Context;
+use deputy_core::ThreadManager;
 use deputy_core::config::ConfigLayers;
+use rmcp::ServiceExt;
 
-/// Serves MCP on stdio until stdin closes.
+pub use server::DeputyServer;
+
+/// How long in-flight calls get to deliver their last messages after the client left.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// Serves MCP on stdin/stdout until the client closes stdin, then stops
+/// every turn (killing its commands) and returns the exit code.
 pub async fn run_stdio_server(
-    _layers: ConfigLayers,
-    _launcher: Option<PathBuf>,
+    layers: ConfigLayers,
+    sandbox_launcher: Option<PathBuf>,
 ) -> anyhow::Result<i32> {
-    anyhow::bail!("the MCP server is not built yet")
+    // Fail early on a broken config.toml, with its file/line message.
+    layers.load().context("loading configuration")?;
+    let manager = Arc::new(ThreadManager::new(sandbox_launcher));
+    let relay = stdio::start(tokio::io::stdin(), tokio::io::stdout());
+    let server = DeputyServer::new(manager.clone(), layers);
+    let running = server
+        .serve((relay.server_reader, relay.server_writer))
+        .await
+        .context("MCP handshake failed")?;
+    let input_closed = relay.input_closed.clone();
+    let service = tokio::spawn(async move { running.waiting().await });
+    input_closed.cancelled().await;
+    manager.shutdown_all().await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, service).await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, relay.output_done).await;
+    Ok(0)
 }

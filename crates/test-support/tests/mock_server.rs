@@ -425,3 +425,29 @@ fn responses_helpers_match_openai_event_shapes() {
         "response.reasoning_summary_text.delta"
     );
 }
+
+#[tokio::test]
+async fn starts_serves_and_stops_inside_an_async_test() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = MockModelServer::start();
+    server.push(MockResponse::text_turn("async"));
+    let mut stream = tokio::net::TcpStream::connect(server.address())
+        .await
+        .expect("connect");
+    stream
+        .write_all(post_request("/v1/responses", "{}", false).as_bytes())
+        .await
+        .expect("write");
+    let mut received = Vec::new();
+    stream.read_to_end(&mut received).await.expect("read");
+
+    let text = String::from_utf8_lossy(&received);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("\"delta\":\"async\""), "{text}");
+    assert!(
+        text.ends_with("0\r\n\r\n"),
+        "clean chunked end expected: {text}"
+    );
+    drop(server);
+}

@@ -8,6 +8,10 @@ pub struct HeadTailBuffer {
     tail: std::collections::VecDeque<u8>,
     half: usize,
     dropped: u64,
+    /// Newlines seen in everything pushed, dropped bytes included.
+    newlines: u64,
+    /// Whether the last byte pushed was a newline (or nothing was pushed).
+    ends_with_newline: bool,
 }
 
 impl HeadTailBuffer {
@@ -18,11 +22,17 @@ impl HeadTailBuffer {
             tail: std::collections::VecDeque::new(),
             half: cap / 2,
             dropped: 0,
+            newlines: 0,
+            ends_with_newline: true,
         }
     }
 
     /// Appends bytes, dropping from the middle once full.
     pub fn push(&mut self, mut bytes: &[u8]) {
+        if let Some(&last) = bytes.last() {
+            self.newlines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+            self.ends_with_newline = last == b'\n';
+        }
         let head_room = self.half.saturating_sub(self.head.len());
         if head_room > 0 {
             let take = head_room.min(bytes.len());
@@ -52,6 +62,11 @@ impl HeadTailBuffer {
     /// Bytes seen in total.
     pub fn total_bytes(&self) -> u64 {
         (self.head.len() + self.tail.len()) as u64 + self.dropped
+    }
+
+    /// Lines seen in total, counted like [`str::lines`]: a final line without a newline counts.
+    pub fn total_lines(&self) -> u64 {
+        self.newlines + u64::from(!self.ends_with_newline)
     }
 
     /// The kept bytes as text (lossy UTF-8), with a marker where bytes were dropped.
@@ -91,6 +106,7 @@ mod tests {
         }
         assert_eq!(buf.total_bytes(), 10);
         assert_eq!(buf.dropped_bytes(), 4);
+        assert_eq!(buf.total_lines(), 1);
         assert_eq!(
             buf.to_text(),
             "abc\n[... 4 bytes of output not captured ...]\nhij"
@@ -103,5 +119,16 @@ mod tests {
         buf.push(b"0123456789");
         assert_eq!(buf.dropped_bytes(), 6);
         assert!(buf.to_text().starts_with("01\n") && buf.to_text().ends_with("\n89"));
+    }
+
+    #[test]
+    fn line_count_covers_dropped_bytes() {
+        let mut buf = HeadTailBuffer::new(4);
+        buf.push(b"1\n2\n3\n");
+        buf.push(b"4\n5");
+        assert_eq!(buf.total_lines(), 5);
+        buf.push(b"\n");
+        assert_eq!(buf.total_lines(), 5);
+        assert_eq!(HeadTailBuffer::new(4).total_lines(), 0);
     }
 }

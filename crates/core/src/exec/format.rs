@@ -23,7 +23,11 @@ pub fn format_exec_output(output: &ExecOutput, token_limit: usize) -> String {
         ));
     }
     if cut > 0 || output.aggregated.dropped_bytes() > 0 {
-        formatted.push_str(&format!("Total output lines: {}\n", text.lines().count()));
+        // Counted over the whole stream: the captured text lacks the dropped middle.
+        formatted.push_str(&format!(
+            "Total output lines: {}\n",
+            output.aggregated.total_lines()
+        ));
     }
     formatted.push_str("Output:\n");
     formatted.push_str(&body);

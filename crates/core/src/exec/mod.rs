@@ -77,6 +77,9 @@ pub enum ExecError {
     /// argv was empty.
     #[error("empty command")]
     EmptyCommand,
+    /// The working directory is missing; spawning would blame the program instead.
+    #[error("working directory `{}` does not exist or is not a directory", .0.display())]
+    MissingWorkdir(PathBuf),
     /// The command had to be sandboxed and the sandbox cannot run here.
     #[error("the sandbox is unavailable ({0}); the command was not run")]
     SandboxUnavailable(String),
@@ -111,6 +114,9 @@ pub async fn run_command(
     mut on_output: impl FnMut(ExecOutputStream, &[u8]),
 ) -> Result<ExecOutput, ExecError> {
     let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
+    if !req.cwd.is_dir() {
+        return Err(ExecError::MissingWorkdir(req.cwd.clone()));
+    }
     let mut command = Command::new(program);
     command
         .args(args)

@@ -136,3 +136,14 @@ async fn missing_program_is_a_spawn_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn missing_working_directory_is_named_not_blamed_on_the_program() {
+    let mut req = request("true", Duration::from_secs(5));
+    req.cwd = std::env::temp_dir().join("deputy-no-such-dir-for-this-test");
+    let err = run_command(&req, &CancellationToken::new(), |_, _| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExecError::MissingWorkdir(_)), "{err}");
+    assert!(err.to_string().contains("deputy-no-such-dir-for-this-test"));
+}

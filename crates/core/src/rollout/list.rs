@@ -1,0 +1,147 @@
+//! Listing sessions for `deputy sessions list` and `exec resume --last`.
+//!
+//! Unlike resuming one thread, a listing has to look at every rollout; it
+//! sorts them by modification time first and reads only as many as it shows.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use deputy_protocol::EventMsg;
+use serde::Deserialize;
+
+use super::{RolloutError, RolloutItem, paths::sessions_dir};
+
+/// Characters of the first prompt shown in a listing.
+const PREVIEW_CHARS: usize = 60;
+
+/// One session as `deputy sessions list` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    /// The thread id.
+    pub id: String,
+    /// The rollout file.
+    pub path: PathBuf,
+    /// When the rollout was last written.
+    pub updated: SystemTime,
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// The start of the first user prompt, on one line.
+    pub first_prompt_preview: String,
+    /// How many turns were started.
+    pub turns: usize,
+}
+
+/// Sessions under `home`, newest first, at most `limit`, only those whose
+/// working directory is `cwd` when given. Unreadable rollouts are left out.
+pub fn list_sessions(
+    home: &Path,
+    cwd: Option<&Path>,
+    limit: usize,
+) -> Result<Vec<SessionSummary>, RolloutError> {
+    let cwd = cwd.map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
+    let mut files = Vec::new();
+    collect_rollouts(&sessions_dir(home), 0, &mut files)?;
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    let mut sessions = Vec::new();
+    for (path, updated) in files {
+        if sessions.len() >= limit {
+            break;
+        }
+        match summarize(&path, updated) {
+            Ok(summary) if cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) => {
+                sessions.push(summary);
+            }
+            Ok(_) => {}
+            Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
+        }
+    }
+    Ok(sessions)
+}
+
+/// Gathers `rollout-*.jsonl` files of `sessions/YYYY/MM/DD` with their mtimes.
+fn collect_rollouts(
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<(PathBuf, SystemTime)>,
+) -> Result<(), RolloutError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(RolloutError::io(dir, e)),
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else { continue };
+        if depth < 3 {
+            if meta.is_dir() {
+                collect_rollouts(&path, depth + 1, out)?;
+            }
+        } else if meta.is_file()
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+        {
+            out.push((path, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
+        }
+    }
+    Ok(())
+}
+
+/// Just the record type, so most lines are skimmed rather than decoded.
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+}
+
+fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, RolloutError> {
+    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
+    let mut meta = None;
+    let mut preview = None;
+    let mut turns = 0;
+    for line in bytes.split(|&b| b == b'\n') {
+        let Ok(Kind { kind }) = serde_json::from_slice::<Kind<'_>>(line) else {
+            continue;
+        };
+        match kind.as_ref() {
+            "turn_context" => turns += 1,
+            "session_meta" if meta.is_none() => {
+                if let Ok(RolloutItem::SessionMeta(m)) = serde_json::from_slice(line) {
+                    meta = Some(m);
+                }
+            }
+            "event_msg" if preview.is_none() => {
+                if let Ok(RolloutItem::EventMsg(EventMsg::UserMessage(m))) =
+                    serde_json::from_slice(line)
+                {
+                    preview = Some(one_line_preview(&m.message));
+                }
+            }
+            _ => {}
+        }
+    }
+    let meta = meta.ok_or_else(|| RolloutError::Corrupt {
+        path: path.to_path_buf(),
+        reason: "it has no readable session_meta line".into(),
+    })?;
+    Ok(SessionSummary {
+        id: meta.id,
+        path: path.to_path_buf(),
+        updated,
+        cwd: meta.cwd,
+        first_prompt_preview: preview.unwrap_or_default(),
+        turns,
+    })
+}
+
+/// The first [`PREVIEW_CHARS`] characters of `text` with whitespace runs as single spaces.
+fn one_line_preview(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let joined = words.join(" ");
+    match joined.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &joined[..cut]),
+        None => joined,
+    }
+}

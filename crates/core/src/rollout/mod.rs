@@ -1,0 +1,257 @@
+//! Sessions on disk: one append-only JSONL "rollout" file per thread.
+//!
+//! Each line is `{"timestamp":"…Z","type":…,"payload":…}` with `type` one of
+//! `session_meta` (the first line: who, where, with which settings),
+//! `response_item` (an item as it entered the model history), `turn_context`
+//! (the settings a turn started with) and `event_msg` (the few events worth
+//! keeping: user and agent messages, token counts, turn boundaries, errors).
+//!
+//! The file lives at `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl`,
+//! dated by the thread id's own UUIDv7 timestamp, so a thread's file is found
+//! from its id alone. A [`RolloutRecorder`] owns the file for the thread's life
+//! (with an exclusive `flock`), and [`load_rollout`] rebuilds a thread's history
+//! from it, tolerating a torn last line left by a killed process.
+
+mod list;
+mod paths;
+mod reader;
+mod recorder;
+
+use std::path::PathBuf;
+
+use deputy_protocol::{AskForApproval, EventMsg, ResponseItem, SandboxMode, SandboxPolicy};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, SandboxWorkspaceWrite};
+
+pub use list::{SessionSummary, list_sessions};
+pub use paths::{find_rollout, rollout_path, sessions_dir};
+pub use reader::{ResumedSession, RolloutContents, load_rollout, read_rollout};
+pub use recorder::RolloutRecorder;
+
+/// Why a rollout could not be created, opened or read.
+#[derive(Debug, thiserror::Error)]
+pub enum RolloutError {
+    /// Another process holds the rollout's lock: the thread is live there.
+    #[error("thread is open in another process")]
+    Locked,
+    /// No rollout exists for this thread id.
+    #[error("Session not found for thread_id: {0}")]
+    NotFound(String),
+    /// The file exists but cannot be used as a session.
+    #[error("rollout {path} is unusable: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Reading or writing the file failed.
+    #[error("rollout {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+impl RolloutError {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Which front door started a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionSource {
+    /// `deputy mcp-server`.
+    #[default]
+    Mcp,
+    /// `deputy exec`.
+    Exec,
+}
+
+/// `[sandbox_workspace_write]` as saved in a session's metadata.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceWriteSettings {
+    /// Extra writable roots.
+    #[serde(default)]
+    pub writable_roots: Vec<PathBuf>,
+    /// Whether commands may use the network.
+    #[serde(default)]
+    pub network_access: bool,
+    /// Leave `$TMPDIR` read-only.
+    #[serde(default)]
+    pub exclude_tmpdir_env_var: bool,
+    /// Leave `/tmp` read-only.
+    #[serde(default)]
+    pub exclude_slash_tmp: bool,
+}
+
+impl From<&SandboxWorkspaceWrite> for WorkspaceWriteSettings {
+    fn from(s: &SandboxWorkspaceWrite) -> Self {
+        Self {
+            writable_roots: s.writable_roots.clone(),
+            network_access: s.network_access,
+            exclude_tmpdir_env_var: s.exclude_tmpdir_env_var,
+            exclude_slash_tmp: s.exclude_slash_tmp,
+        }
+    }
+}
+
+/// Payload of the `session_meta` line: enough to rebuild the thread's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The thread id (a UUIDv7).
+    pub id: String,
+    /// When the thread started (RFC 3339, UTC).
+    pub timestamp: String,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Model name.
+    pub model: String,
+    /// Provider id from config.
+    pub model_provider: String,
+    /// Approval policy.
+    pub approval_policy: AskForApproval,
+    /// Sandbox mode.
+    pub sandbox_mode: SandboxMode,
+    /// `[sandbox_workspace_write]` settings.
+    #[serde(default)]
+    pub sandbox_workspace_write: WorkspaceWriteSettings,
+    /// The caller's replacement for the built-in instructions, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_instructions: Option<String>,
+    /// The caller's developer instructions, if any (already in the history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Whether `update_plan` is offered to the model.
+    #[serde(default = "yes")]
+    pub include_plan_tool: bool,
+    /// The deputy version that wrote the file.
+    pub cli_version: String,
+    /// Which front door started the session.
+    #[serde(default)]
+    pub source: SessionSource,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SessionMeta {
+    /// The metadata of a new thread `id` started with `config` from `source`.
+    pub fn new(id: &str, config: &Config, source: SessionSource) -> Self {
+        Self {
+            id: id.to_string(),
+            timestamp: paths::id_time(id).map_or_else(now_timestamp, |t| format_timestamp(t)),
+            cwd: config.cwd.clone(),
+            model: config.model.clone(),
+            model_provider: config.model_provider_id.clone(),
+            approval_policy: config.approval_policy,
+            sandbox_mode: config.sandbox_mode,
+            sandbox_workspace_write: (&config.sandbox_workspace_write).into(),
+            base_instructions: config.base_instructions.clone(),
+            developer_instructions: config.developer_instructions.clone(),
+            include_plan_tool: config.include_plan_tool,
+            cli_version: env!("CARGO_PKG_VERSION").to_string(),
+            source,
+        }
+    }
+}
+
+/// Payload of a `turn_context` line: the settings a turn ran with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnContextRecord {
+    /// The turn's id.
+    pub turn_id: String,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Model name.
+    pub model: String,
+    /// Approval policy.
+    pub approval_policy: AskForApproval,
+    /// Sandbox policy.
+    pub sandbox_policy: SandboxPolicy,
+}
+
+impl TurnContextRecord {
+    /// The context of turn `turn_id` of a thread configured by `config`.
+    pub fn new(turn_id: &str, config: &Config) -> Self {
+        Self {
+            turn_id: turn_id.to_string(),
+            cwd: config.cwd.clone(),
+            model: config.model.clone(),
+            approval_policy: config.approval_policy,
+            sandbox_policy: config.sandbox_policy(),
+        }
+    }
+}
+
+/// One line of a rollout, without its timestamp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload", rename_all = "snake_case")]
+pub enum RolloutItem {
+    /// The session's metadata; the first line.
+    SessionMeta(SessionMeta),
+    /// An item that entered the model history.
+    ResponseItem(ResponseItem),
+    /// The settings a turn started with.
+    TurnContext(TurnContextRecord),
+    /// A kept event (see [`is_persisted_event`]).
+    EventMsg(EventMsg),
+}
+
+/// Whether an event is written to the rollout. Streaming deltas and command
+/// output are left out: the history items already hold what they add up to.
+pub fn is_persisted_event(msg: &EventMsg) -> bool {
+    matches!(
+        msg,
+        EventMsg::UserMessage(_)
+            | EventMsg::AgentMessage(_)
+            | EventMsg::TokenCount(_)
+            | EventMsg::TaskStarted(_)
+            | EventMsg::TaskComplete(_)
+            | EventMsg::TurnAborted(_)
+            | EventMsg::Error(_)
+    )
+}
+
+/// One rollout line, newline included, stamped with the current time.
+pub fn encode_line(item: &RolloutItem) -> String {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        timestamp: &'a str,
+        #[serde(flatten)]
+        item: &'a RolloutItem,
+    }
+    let timestamp = now_timestamp();
+    // Plain data with string keys: serializing cannot fail.
+    let mut line = serde_json::to_string(&Line {
+        timestamp: &timestamp,
+        item,
+    })
+    .unwrap_or_default();
+    line.push('\n');
+    line
+}
+
+/// The current UTC time as `YYYY-MM-DDThh:mm:ss.mmmZ`.
+pub(crate) fn now_timestamp() -> String {
+    format_timestamp(time::OffsetDateTime::now_utc())
+}
+
+fn format_timestamp(t: time::OffsetDateTime) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.format(&format).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

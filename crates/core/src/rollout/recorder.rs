@@ -1,0 +1,230 @@
+//! Writing a thread's rollout: one writer task per thread, owning the file.
+//!
+//! Records are serialized by the caller and queued; the task appends them to
+//! a buffered file. `flush` hands the buffer to the kernel (survives a killed
+//! process), `sync` also fsyncs (survives a power cut). The file is locked
+//! with `flock` for as long as the thread lives, so two processes can never
+//! interleave writes to one session.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use deputy_protocol::{EventMsg, ResponseItem};
+use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::sync::{mpsc, oneshot};
+
+use super::reader::{Tail, resumed_from_bytes};
+use super::{
+    ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord, encode_line,
+    is_persisted_event, paths,
+};
+
+/// Room for a turn's worth of records between flushes.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+#[derive(Debug)]
+enum Command {
+    Record(String),
+    Flush(oneshot::Sender<io::Result<()>>),
+    Sync(oneshot::Sender<io::Result<()>>),
+}
+
+/// Appends a thread's records to its rollout file. Cheap to clone; the file
+/// is closed (and unlocked) once every clone is gone and the queue is written.
+#[derive(Debug, Clone)]
+pub struct RolloutRecorder {
+    path: Arc<PathBuf>,
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+impl RolloutRecorder {
+    /// Creates the rollout of a new thread under `home`, holding its lock, and
+    /// writes the metadata and the thread's first history items. Needs a tokio runtime.
+    pub fn create(
+        home: &Path,
+        meta: &SessionMeta,
+        initial: &[ResponseItem],
+    ) -> Result<Self, RolloutError> {
+        let path = paths::rollout_path(home, &meta.id).ok_or_else(|| RolloutError::Corrupt {
+            path: paths::sessions_dir(home),
+            reason: format!("thread id `{}` is not a UUIDv7", meta.id),
+        })?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| RolloutError::io(dir, e))?;
+        }
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| RolloutError::io(&path, e))?;
+        lock_exclusive(&file, &path)?;
+        // The head goes out before the thread exists, so even a process killed
+        // right away leaves a resumable session.
+        let mut head = encode_line(&RolloutItem::SessionMeta(meta.clone()));
+        for item in initial {
+            head.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
+        }
+        file.write_all(head.as_bytes())
+            .map_err(|e| RolloutError::io(&path, e))?;
+        Ok(Self::spawn(path, file))
+    }
+
+    /// Opens the rollout at `path` to continue its thread: takes the lock
+    /// (failing with [`RolloutError::Locked`] when another process has it),
+    /// loads the session, cuts off a torn last line and records the outputs
+    /// that close unanswered calls. Needs a tokio runtime.
+    pub fn resume(path: &Path) -> Result<(Self, ResumedSession), RolloutError> {
+        let io_err = |e| RolloutError::io(path, e);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => RolloutError::NotFound(path.display().to_string()),
+                _ => RolloutError::io(path, e),
+            })?;
+        lock_exclusive(&file, path)?;
+        let mut bytes = Vec::new();
+        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        file.read_to_end(&mut bytes).map_err(io_err)?;
+        let session = resumed_from_bytes(&bytes, path)?;
+        let mut repair = String::new();
+        match session.tail {
+            Tail::Clean => {}
+            Tail::MissingNewline => repair.push('\n'),
+            Tail::Torn(offset) => file.set_len(offset).map_err(io_err)?,
+        }
+        for item in &session.closed_calls {
+            repair.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
+        }
+        file.write_all(repair.as_bytes()).map_err(io_err)?;
+        Ok((Self::spawn(path.to_path_buf(), file), session))
+    }
+
+    fn spawn(path: PathBuf, file: File) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(
+            path.clone(),
+            tokio::fs::File::from_std(file),
+            rx,
+        ));
+        Self {
+            path: Arc::new(path),
+            tx,
+        }
+    }
+
+    /// The rollout file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues history items.
+    pub fn record_items<'a>(&self, items: impl IntoIterator<Item = &'a ResponseItem>) {
+        let lines: String = items
+            .into_iter()
+            .map(|item| encode_line(&RolloutItem::ResponseItem(item.clone())))
+            .collect();
+        if !lines.is_empty() {
+            self.send(Command::Record(lines));
+        }
+    }
+
+    /// Queues an event, if it is one of the kinds kept (see [`super::is_persisted_event`]).
+    pub fn record_event(&self, msg: &EventMsg) {
+        if is_persisted_event(msg) {
+            self.send(Command::Record(encode_line(&RolloutItem::EventMsg(
+                msg.clone(),
+            ))));
+        }
+    }
+
+    /// Queues the settings a turn starts with.
+    pub fn record_turn_context(&self, context: TurnContextRecord) {
+        self.send(Command::Record(encode_line(&RolloutItem::TurnContext(
+            context,
+        ))));
+    }
+
+    /// Waits until everything queued so far is written to the kernel.
+    pub async fn flush(&self) -> io::Result<()> {
+        let (ack, done) = oneshot::channel();
+        self.send(Command::Flush(ack));
+        done.await.unwrap_or_else(|_| Err(writer_gone()))
+    }
+
+    /// Waits until everything queued so far is written and on disk.
+    pub async fn sync(&self) -> io::Result<()> {
+        let (ack, done) = oneshot::channel();
+        self.send(Command::Sync(ack));
+        done.await.unwrap_or_else(|_| Err(writer_gone()))
+    }
+
+    fn send(&self, command: Command) {
+        if self.tx.send(command).is_err() {
+            tracing::warn!(path = %self.path.display(), "rollout writer has stopped; record dropped");
+        }
+    }
+}
+
+fn writer_gone() -> io::Error {
+    io::Error::other("the rollout writer has stopped")
+}
+
+async fn write_loop(
+    path: PathBuf,
+    file: tokio::fs::File,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
+    let warn = |what: &str, err: &io::Error| {
+        tracing::warn!(path = %path.display(), "rollout {what} failed: {err}");
+    };
+    while let Some(command) = commands.recv().await {
+        match command {
+            Command::Record(lines) => {
+                if let Err(err) = out.write_all(lines.as_bytes()).await {
+                    warn("write", &err);
+                }
+            }
+            Command::Flush(ack) => {
+                let result = out.flush().await;
+                if let Err(err) = &result {
+                    warn("flush", err);
+                }
+                let _ = ack.send(result);
+            }
+            Command::Sync(ack) => {
+                let result = match out.flush().await {
+                    Ok(()) => out.get_ref().sync_data().await,
+                    Err(err) => Err(err),
+                };
+                if let Err(err) = &result {
+                    warn("sync", err);
+                }
+                let _ = ack.send(result);
+            }
+        }
+    }
+    if let Err(err) = out.flush().await {
+        warn("final flush", &err);
+    }
+}
+
+/// Takes an exclusive, non-blocking `flock` on `file`; it lasts until the file is closed.
+fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
+    // SAFETY: flock only reads the descriptor, which `file` keeps open.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(RolloutError::Locked)
+    } else {
+        Err(RolloutError::io(path, err))
+    }
+}

@@ -1,0 +1,115 @@
+//! `notifications/progress` for a running call, so clients with request
+//! timeouts see liveness: on every command start and end, on model usage,
+//! and on a timer while the turn runs.
+
+use std::time::Instant;
+
+use deputy_protocol::EventMsg;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::{Peer, RoleServer};
+
+/// Sends progress for one call; a no-op when the call carried no token.
+pub(crate) struct ProgressReporter {
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    step: u64,
+    started: Instant,
+    current: String,
+}
+
+impl ProgressReporter {
+    /// A reporter for the call's progress token, if any.
+    pub(crate) fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+        Self {
+            peer,
+            token,
+            step: 0,
+            started: Instant::now(),
+            current: "thinking".to_string(),
+        }
+    }
+
+    /// Reports the events worth a progress message.
+    pub(crate) async fn on_event(&mut self, msg: &EventMsg) {
+        let message = match msg {
+            EventMsg::TaskStarted(_) => "turn started".to_string(),
+            EventMsg::ExecCommandBegin(begin) => {
+                self.current = format!("running `{}`", short_command(&begin.command));
+                self.current.clone()
+            }
+            EventMsg::ExecCommandEnd(end) => {
+                self.current = "thinking".to_string();
+                format!("`{}` exited {}", short_command(&end.command), end.exit_code)
+            }
+            EventMsg::ExecApprovalRequest(_) | EventMsg::ApplyPatchApprovalRequest(_) => {
+                "waiting for approval".to_string()
+            }
+            EventMsg::PatchApplyBegin(begin) => format!("editing {} file(s)", begin.changes.len()),
+            EventMsg::TokenCount(count) => match &count.info {
+                Some(info) => format!(
+                    "model: {} tokens",
+                    human_count(info.total_token_usage.total_tokens)
+                ),
+                None => return,
+            },
+            EventMsg::StreamError(e) => format!("retrying the model: {}", e.message),
+            _ => return,
+        };
+        self.send(message).await;
+    }
+
+    /// Reports that the turn is still running.
+    pub(crate) async fn tick(&mut self) {
+        let message = format!("{} ({}s)", self.current, self.started.elapsed().as_secs());
+        self.send(message).await;
+    }
+
+    async fn send(&mut self, message: String) {
+        let Some(token) = &self.token else { return };
+        self.step += 1;
+        let mut param = ProgressNotificationParam::new(token.clone(), self.step as f64);
+        param.message = Some(message);
+        if let Err(err) = self.peer.notify_progress(param).await {
+            tracing::debug!("progress notification not sent: {err}");
+        }
+    }
+}
+
+fn short_command(argv: &[String]) -> String {
+    let text = match argv {
+        [shell, flag, script] if (shell.ends_with("sh")) && flag.starts_with('-') => script.clone(),
+        _ => argv.join(" "),
+    };
+    let first_line = text.lines().next().unwrap_or_default();
+    if first_line.chars().count() > 60 {
+        format!("{}…", first_line.chars().take(60).collect::<String>())
+    } else {
+        first_line.to_string()
+    }
+}
+
+fn human_count(n: u64) -> String {
+    if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_shown_short() {
+        let argv = vec![
+            "bash".to_string(),
+            "-lc".to_string(),
+            "cargo test\nmore".to_string(),
+        ];
+        assert_eq!(short_command(&argv), "cargo test");
+        assert_eq!(short_command(&["ls".into(), "-la".into()]), "ls -la");
+        assert_eq!(human_count(1234), "1.2k");
+        assert_eq!(human_count(12), "12");
+    }
+}

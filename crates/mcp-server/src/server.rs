@@ -1,0 +1,205 @@
+//! The MCP handler: handshake, tool listing, and dispatch of the two tools.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use deputy_core::ThreadManager;
+use deputy_core::config::ConfigLayers;
+use deputy_protocol::{Event, EventMsg};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+
+use crate::tool_params::{
+    CODEX_REPLY_TOOL, CODEX_TOOL, CodexReplyParam, CodexToolCallParam, tools,
+};
+use crate::turn_runner::{CallContext, run_turn, tool_result};
+
+/// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools.
+#[derive(Clone)]
+pub struct DeputyServer {
+    manager: Arc<ThreadManager>,
+    layers: Arc<ConfigLayers>,
+}
+
+impl DeputyServer {
+    /// A server starting threads with these config layers (home, `-c` overrides).
+    pub fn new(manager: Arc<ThreadManager>, layers: ConfigLayers) -> Self {
+        Self {
+            manager,
+            layers: Arc::new(layers),
+        }
+    }
+
+    async fn call_codex(
+        &self,
+        call: &CallContext,
+        args: serde_json::Value,
+    ) -> rmcp::model::CallToolResult {
+        let params: CodexToolCallParam = match serde_json::from_value(args) {
+            Ok(params) => params,
+            Err(err) => {
+                return tool_result(None, format!("Invalid arguments for `codex`: {err}"), true);
+            }
+        };
+        let mut layers = (*self.layers).clone();
+        params.apply_to(&mut layers);
+        let config = match layers.load() {
+            Ok(config) => config,
+            Err(err) => {
+                return tool_result(None, format!("Failed to load configuration: {err}"), true);
+            }
+        };
+        let warnings = config.warnings.clone();
+        let (thread, configured) = match self.manager.start_thread(config) {
+            Ok(started) => started,
+            Err(err) => return tool_result(None, format!("Failed to start session: {err}"), true),
+        };
+        let thread_id = thread.id().to_string();
+        call.forward(
+            &thread_id,
+            Event {
+                id: String::new(),
+                msg: EventMsg::SessionConfigured(configured),
+            },
+        )
+        .await;
+        for message in warnings {
+            call.forward(
+                &thread_id,
+                Event {
+                    id: String::new(),
+                    msg: EventMsg::Warning(deputy_protocol::WarningEvent { message }),
+                },
+            )
+            .await;
+        }
+        run_turn(call, &thread, params.prompt).await
+    }
+
+    async fn call_codex_reply(
+        &self,
+        call: &CallContext,
+        args: serde_json::Value,
+    ) -> rmcp::model::CallToolResult {
+        let params: CodexReplyParam = match serde_json::from_value(args) {
+            Ok(params) => params,
+            Err(err) => {
+                return tool_result(
+                    None,
+                    format!("Invalid arguments for `codex-reply`: {err}"),
+                    true,
+                );
+            }
+        };
+        let Some(id) = params.thread_id.or(params.conversation_id) else {
+            return tool_result(
+                None,
+                "Failed to parse thread_id: either threadId or conversationId must be provided"
+                    .into(),
+                true,
+            );
+        };
+        if let Err(err) = uuid_check(&id) {
+            return tool_result(
+                None,
+                format!("Failed to parse thread_id `{id}`: {err}"),
+                true,
+            );
+        }
+        let Some(thread) = self.manager.get(&id) else {
+            return tool_result(
+                Some(&id),
+                format!("Session not found for thread_id: {id}"),
+                true,
+            );
+        };
+        run_turn(call, &thread, params.prompt).await
+    }
+}
+
+fn method_not_found(method: &str) -> McpError {
+    McpError::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+        Some(serde_json::json!({"method": method})),
+    )
+}
+
+fn uuid_check(id: &str) -> Result<(), String> {
+    let valid = id.len() == 36
+        && id.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    if valid {
+        Ok(())
+    } else {
+        Err("not a UUID".into())
+    }
+}
+
+impl ServerHandler for DeputyServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info =
+            Implementation::new("deputy", env!("CARGO_PKG_VERSION")).with_title("deputy");
+        info.instructions = Some(
+            "Call `codex` with a task to start a coding session; continue it with `codex-reply` and the returned threadId.".into(),
+        );
+        info
+    }
+
+    /// Capped at 2025-11-25: newer revisions forbid server→client requests,
+    /// which approvals (elicitation) need.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(method_not_found(&request.method))
+    }
+
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Err(method_not_found("logging/setLevel"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let call = CallContext {
+            peer: context.peer.clone(),
+            request_id: context.id.clone(),
+            progress_token: context.meta.get_progress_token(),
+            cancelled: context.ct.clone(),
+        };
+        let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let result = match request.name.as_ref() {
+            CODEX_TOOL => self.call_codex(&call, args).await,
+            CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
+            other => tool_result(None, format!("Unknown tool '{other}'"), true),
+        };
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,249 @@
+//! Runs one turn for one `tools/call`: forwards every event as `codex/event`,
+//! turns approval requests into elicitations, reports progress, honours
+//! cancellation, and produces the call's result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deputy_core::Thread;
+use deputy_protocol::{
+    ApplyPatchApprovalRequestEvent, Event, EventMsg, ExecApprovalRequestEvent, Op, ReviewDecision,
+};
+use rmcp::model::{CallToolResult, ClientResult, ContentBlock, ProgressToken, RequestId};
+use rmcp::{Peer, RoleServer};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::progress::ProgressReporter;
+use crate::wire::{
+    self, ApprovalDetails, ApprovalElicitation, ApprovalElicitationParams, ApprovalReply,
+    CodexEvent, CodexEventParams, EventMeta,
+};
+
+/// How often a running turn reports progress when nothing else happens.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// One `tools/call` being served.
+pub(crate) struct CallContext {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) request_id: RequestId,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) cancelled: CancellationToken,
+}
+
+impl CallContext {
+    fn request_id_value(&self) -> serde_json::Value {
+        serde_json::to_value(&self.request_id).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn request_id_string(&self) -> String {
+        match self.request_id_value() {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        }
+    }
+
+    /// Sends one event as `codex/event`.
+    pub(crate) async fn forward(&self, thread_id: &str, event: Event) {
+        let params = CodexEventParams {
+            meta: EventMeta {
+                request_id: self.request_id_value(),
+                thread_id: thread_id.to_string(),
+            },
+            id: event.id,
+            msg: event.msg,
+        };
+        if let Err(err) = self
+            .peer
+            .send_notification(wire::notification::<CodexEvent>(&params))
+            .await
+        {
+            tracing::debug!("codex/event not delivered: {err}");
+        }
+    }
+}
+
+/// A tool result in the shape both tools share.
+pub(crate) fn tool_result(thread_id: Option<&str>, text: String, is_error: bool) -> CallToolResult {
+    let mut result = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text.clone())])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text.clone())])
+    };
+    result.structured_content =
+        thread_id.map(|id| serde_json::json!({"threadId": id, "content": text}));
+    result
+}
+
+/// Runs a turn with `prompt` on `thread` and returns the call's result.
+pub(crate) async fn run_turn(
+    call: &CallContext,
+    thread: &Arc<Thread>,
+    prompt: String,
+) -> CallToolResult {
+    let thread_id = thread.id().to_string();
+    let mut events = match thread.start_turn(call.request_id_string(), prompt) {
+        Ok(events) => events,
+        Err(err) => return tool_result(Some(&thread_id), err.to_string(), true),
+    };
+    let mut progress = ProgressReporter::new(call.peer.clone(), call.progress_token.clone());
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + PROGRESS_INTERVAL,
+        PROGRESS_INTERVAL,
+    );
+    let mut approvals = JoinSet::new();
+    let mut interrupted = false;
+    let result = loop {
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else {
+                    break tool_result(Some(&thread_id), "the thread stopped unexpectedly".into(), true);
+                };
+                progress.on_event(&event.msg).await;
+                let end = match &event.msg {
+                    EventMsg::ExecApprovalRequest(req) => {
+                        approvals.spawn(ask_exec(call.peer.clone(), thread.clone(), call.request_id_string(), event.id.clone(), req.clone()));
+                        None
+                    }
+                    EventMsg::ApplyPatchApprovalRequest(req) => {
+                        approvals.spawn(ask_patch(call.peer.clone(), thread.clone(), call.request_id_string(), event.id.clone(), req.clone()));
+                        None
+                    }
+                    EventMsg::TaskComplete(done) => Some(tool_result(
+                        Some(&thread_id),
+                        done.last_agent_message.clone().unwrap_or_default(),
+                        false,
+                    )),
+                    EventMsg::Error(err) => Some(tool_result(Some(&thread_id), err.message.clone(), true)),
+                    EventMsg::TurnAborted(aborted) => Some(tool_result(
+                        Some(&thread_id),
+                        format!("turn aborted ({})", serde_json::to_value(aborted.reason).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()),
+                        true,
+                    )),
+                    _ => None,
+                };
+                call.forward(&thread_id, event).await;
+                if let Some(result) = end {
+                    break result;
+                }
+            }
+            () = call.cancelled.cancelled(), if !interrupted => {
+                interrupted = true;
+                let _ = thread.submit(Op::Interrupt);
+            }
+            _ = ticker.tick() => progress.tick().await,
+        }
+    };
+    // Questions still open belong to a turn that is over.
+    approvals.abort_all();
+    result
+}
+
+/// Why an approval was decided without asking the user.
+const NO_ELICITATION: &str =
+    "the MCP client does not support elicitation, so the user could not be asked";
+
+async fn ask_exec(
+    peer: Peer<RoleServer>,
+    thread: Arc<Thread>,
+    tool_call_id: String,
+    event_id: String,
+    req: ExecApprovalRequestEvent,
+) {
+    let command = shlex::try_join(req.command.iter().map(String::as_str))
+        .unwrap_or_else(|_| req.command.join(" "));
+    let params = ApprovalElicitationParams {
+        message: format!(
+            "Allow the agent to run `{command}` in `{}`?",
+            req.cwd.display()
+        ),
+        requested_schema: wire::decision_schema(),
+        thread_id: thread.id().to_string(),
+        codex_elicitation: "exec-approval",
+        codex_mcp_tool_call_id: tool_call_id,
+        codex_event_id: event_id,
+        codex_call_id: req.call_id.clone(),
+        details: ApprovalDetails::Exec {
+            codex_command: req.command,
+            codex_cwd: req.cwd,
+            codex_parsed_cmd: req.parsed_cmd,
+            codex_reason: req.reason,
+        },
+    };
+    let (decision, reason) = elicit(&peer, &params).await;
+    let _ = thread.submit(Op::ExecApproval {
+        id: req.call_id,
+        decision,
+        reason,
+    });
+}
+
+async fn ask_patch(
+    peer: Peer<RoleServer>,
+    thread: Arc<Thread>,
+    tool_call_id: String,
+    event_id: String,
+    req: ApplyPatchApprovalRequestEvent,
+) {
+    let mut message = String::new();
+    if let Some(reason) = &req.reason {
+        message.push_str(reason);
+        message.push('\n');
+    }
+    message.push_str("Allow the agent to apply proposed code changes?");
+    let params = ApprovalElicitationParams {
+        message,
+        requested_schema: wire::decision_schema(),
+        thread_id: thread.id().to_string(),
+        codex_elicitation: "patch-approval",
+        codex_mcp_tool_call_id: tool_call_id,
+        codex_event_id: event_id,
+        codex_call_id: req.call_id.clone(),
+        details: ApprovalDetails::Patch {
+            codex_reason: req.reason,
+            codex_grant_root: req.grant_root,
+            codex_changes: req.changes,
+        },
+    };
+    let (decision, reason) = elicit(&peer, &params).await;
+    let _ = thread.submit(Op::PatchApproval {
+        id: req.call_id,
+        decision,
+        reason,
+    });
+}
+
+/// Sends the elicitation and reads the decision. Anything but a clear answer
+/// is a denial with the reason spelled out; the engine's approval timeout
+/// covers a client that never answers.
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    params: &ApprovalElicitationParams,
+) -> (ReviewDecision, Option<String>) {
+    let supports_elicitation = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    if !supports_elicitation {
+        return (ReviewDecision::Denied, Some(NO_ELICITATION.to_string()));
+    }
+    let reply = match peer
+        .send_request(wire::request::<ApprovalElicitation>(params))
+        .await
+    {
+        Ok(ClientResult::CustomResult(custom)) => custom.0,
+        Ok(ClientResult::ElicitResult(result)) => serde_json::to_value(result).unwrap_or_default(),
+        Ok(other) => serde_json::to_value(other).unwrap_or_default(),
+        Err(err) => {
+            return (
+                ReviewDecision::Denied,
+                Some(format!(
+                    "the client answered the approval request with an error: {err}"
+                )),
+            );
+        }
+    };
+    match wire::parse_approval_reply(&reply) {
+        ApprovalReply::Decided(decision) => (decision, None),
+        ApprovalReply::Malformed(why) => (ReviewDecision::Denied, Some(why)),
+    }
+}

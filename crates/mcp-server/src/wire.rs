@@ -1,0 +1,230 @@
+//! Codex-compatible custom MCP messages, each method name defined once and
+//! tied to its params type.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use deputy_protocol::{EventMsg, FileChange, ParsedCommand, ReviewDecision};
+use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A server→client message outside the MCP spec, with its method and params type.
+pub(crate) trait CustomMethod {
+    /// The JSON-RPC method name.
+    const METHOD: &'static str;
+    /// The params object.
+    type Params: Serialize;
+}
+
+/// `codex/event`: one engine event, tagged with the originating request and thread.
+pub(crate) struct CodexEvent;
+
+impl CustomMethod for CodexEvent {
+    const METHOD: &'static str = "codex/event";
+    type Params = CodexEventParams;
+}
+
+/// `elicitation/create` with Codex's extra approval fields beside the standard ones.
+pub(crate) struct ApprovalElicitation;
+
+impl CustomMethod for ApprovalElicitation {
+    const METHOD: &'static str = "elicitation/create";
+    type Params = ApprovalElicitationParams;
+}
+
+/// Builds the notification for a custom method.
+pub(crate) fn notification<M: CustomMethod>(params: &M::Params) -> ServerNotification {
+    ServerNotification::CustomNotification(CustomNotification::new(
+        M::METHOD,
+        serde_json::to_value(params).ok(),
+    ))
+}
+
+/// Builds the request for a custom method.
+pub(crate) fn request<M: CustomMethod>(params: &M::Params) -> ServerRequest {
+    ServerRequest::CustomRequest(CustomRequest::new(
+        M::METHOD,
+        serde_json::to_value(params).ok(),
+    ))
+}
+
+/// Params of `codex/event`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CodexEventParams {
+    /// Which call and thread the event belongs to.
+    #[serde(rename = "_meta")]
+    pub(crate) meta: EventMeta,
+    /// The engine event id (the submission id).
+    pub(crate) id: String,
+    /// The event itself.
+    pub(crate) msg: EventMsg,
+}
+
+/// `_meta` of `codex/event`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct EventMeta {
+    /// The `tools/call` request id, as the client sent it.
+    #[serde(rename = "requestId")]
+    pub(crate) request_id: Value,
+    /// The thread id.
+    #[serde(rename = "threadId")]
+    pub(crate) thread_id: String,
+}
+
+/// Params of an approval `elicitation/create`: the standard `message` and
+/// `requestedSchema`, then Codex's fields.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ApprovalElicitationParams {
+    pub(crate) message: String,
+    #[serde(rename = "requestedSchema")]
+    pub(crate) requested_schema: Value,
+    #[serde(rename = "threadId")]
+    pub(crate) thread_id: String,
+    pub(crate) codex_elicitation: &'static str,
+    pub(crate) codex_mcp_tool_call_id: String,
+    pub(crate) codex_event_id: String,
+    pub(crate) codex_call_id: String,
+    #[serde(flatten)]
+    pub(crate) details: ApprovalDetails,
+}
+
+/// What is being approved.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub(crate) enum ApprovalDetails {
+    /// A command.
+    Exec {
+        codex_command: Vec<String>,
+        codex_cwd: PathBuf,
+        codex_parsed_cmd: Vec<ParsedCommand>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_reason: Option<String>,
+    },
+    /// A patch.
+    Patch {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_grant_root: Option<PathBuf>,
+        codex_changes: BTreeMap<PathBuf, FileChange>,
+    },
+}
+
+/// The schema offered to the client: one `decision` enum.
+pub(crate) fn decision_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": ["approved", "approved_for_session", "denied", "abort"],
+                "description": "approved: run it once; approved_for_session: also allow it again this session; denied: skip it and continue; abort: stop the turn"
+            }
+        },
+        "required": ["decision"]
+    })
+}
+
+/// How a client's reply to an approval elicitation was understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ApprovalReply {
+    /// A decision the user made.
+    Decided(ReviewDecision),
+    /// The reply could not be understood; the action is denied for this reason.
+    Malformed(String),
+}
+
+/// Reads either reply form: Codex's `{decision}` or MCP's `{action, content}`.
+pub(crate) fn parse_approval_reply(reply: &Value) -> ApprovalReply {
+    #[derive(Deserialize)]
+    struct CodexForm {
+        decision: ReviewDecision,
+    }
+    if let Ok(CodexForm { decision }) = serde_json::from_value(reply.clone()) {
+        return ApprovalReply::Decided(decision);
+    }
+    match reply.get("action").and_then(Value::as_str) {
+        Some("accept") => match reply.get("content").and_then(|c| c.get("decision")) {
+            None | Some(Value::Null) => ApprovalReply::Decided(ReviewDecision::Approved),
+            Some(decision) => match serde_json::from_value(decision.clone()) {
+                Ok(decision) => ApprovalReply::Decided(decision),
+                Err(_) => ApprovalReply::Malformed(format!(
+                    "the client accepted with an unknown decision {decision}"
+                )),
+            },
+        },
+        Some("decline") => ApprovalReply::Decided(ReviewDecision::Denied),
+        Some("cancel") => ApprovalReply::Decided(ReviewDecision::Abort),
+        _ => ApprovalReply::Malformed(format!(
+            "the client's reply was neither {{\"decision\": …}} nor {{\"action\": …}}: {reply}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn both_reply_forms_map_to_decisions() {
+        use ReviewDecision::*;
+        let cases = [
+            (json!({"decision": "approved"}), Approved),
+            (
+                json!({"decision": "approved_for_session"}),
+                ApprovedForSession,
+            ),
+            (json!({"decision": "denied"}), Denied),
+            (json!({"decision": "abort"}), Abort),
+            (
+                json!({"action": "accept", "content": {"decision": "approved_for_session"}}),
+                ApprovedForSession,
+            ),
+            (json!({"action": "accept", "content": {}}), Approved),
+            (json!({"action": "accept"}), Approved),
+            (json!({"action": "decline"}), Denied),
+            (json!({"action": "cancel"}), Abort),
+        ];
+        for (reply, expected) in cases {
+            assert_eq!(
+                parse_approval_reply(&reply),
+                ApprovalReply::Decided(expected),
+                "{reply}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_replies_are_reported_not_guessed() {
+        for reply in [
+            json!({}),
+            json!({"decision": "maybe"}),
+            json!("yes"),
+            json!({"action": "accept", "content": {"decision": 3}}),
+        ] {
+            assert!(
+                matches!(parse_approval_reply(&reply), ApprovalReply::Malformed(_)),
+                "{reply}"
+            );
+        }
+    }
+
+    #[test]
+    fn codex_event_serializes_with_meta_id_and_msg() {
+        let params = CodexEventParams {
+            meta: EventMeta {
+                request_id: json!(3),
+                thread_id: "t".into(),
+            },
+            id: "3".into(),
+            msg: EventMsg::ShutdownComplete,
+        };
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({"_meta": {"requestId": 3, "threadId": "t"}, "id": "3", "msg": {"type": "shutdown_complete"}})
+        );
+    }
+}
