@@ -167,6 +167,8 @@ impl ServerHandler for DeputyServer {
         Err(method_not_found(&request.method))
     }
 
+    // Logging is not offered; answer clearly instead of leaving the client waiting.
+    #[allow(deprecated)]
     async fn set_level(
         &self,
         _request: rmcp::model::SetLevelRequestParams,
