@@ -161,7 +161,8 @@ fn write_by_grandchild_process_is_refused() {
     let outside = outside_dir();
     let target = outside.path().join("grandchild.txt");
     let script = format!(
-        "{} -c 'open(\"{}\", \"w\").write(\"x\")'",
+        // `& wait` keeps bash alive so python really is its child, not an exec of bash.
+        "{} -c 'open(\"{}\", \"w\").write(\"x\")' & wait $!",
         python(),
         target.display()
     );

@@ -53,17 +53,18 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
     let Some(failure) = outcome.sandbox_failure.filter(|_| sandboxed) else {
         return Ok(outcome.text);
     };
+    let with_note = format!(
+        "{}\n\nNote: this failure looks like a sandbox denial ({failure}); the command ran under sandbox_mode `{}`.",
+        outcome.text.trim_end(),
+        config.sandbox_mode.as_str()
+    );
     if !offer_unsandboxed_retry(config.approval_policy, true) {
-        return Ok(format!(
-            "{}\n\nNote: this failure looks like a sandbox denial ({failure}); the command ran under sandbox_mode `{}`.",
-            outcome.text,
-            config.sandbox_mode.as_str()
-        ));
+        return Ok(with_note);
     }
     let reason =
         format!("the command failed in the sandbox ({failure}); run it again without the sandbox?");
     if let Some(refusal) = ask(ctx, &req, Some(reason)).await? {
-        return Ok(format!("{}\n\n{refusal}", outcome.text));
+        return Ok(format!("{with_note}\n{refusal}"));
     }
     Ok(execute(ctx, &req, false).await.text)
 }
