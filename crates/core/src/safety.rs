@@ -47,15 +47,20 @@ pub fn assess_exec(f: ExecRequestFacts<'_>) -> ExecAssessment {
     if f.approved_for_session {
         return ExecAssessment::Run { sandboxed: false };
     }
+    // A blank justification tells the user nothing; show none rather than an empty line.
+    let justification = f
+        .escalation
+        .filter(|j| !j.trim().is_empty())
+        .map(str::to_string);
     if f.mode == SandboxMode::DangerFullAccess {
         return match f.policy {
             Untrusted if !f.known_safe => ExecAssessment::Ask {
-                reason: f.escalation.map(str::to_string),
+                reason: justification,
             },
             _ => ExecAssessment::Run { sandboxed: false },
         };
     }
-    if let Some(justification) = f.escalation {
+    if f.escalation.is_some() {
         return match f.policy {
             Never => ExecAssessment::Reject(
                 "approval policy is `never`: a command cannot run outside the sandbox; \
@@ -63,7 +68,7 @@ pub fn assess_exec(f: ExecRequestFacts<'_>) -> ExecAssessment {
                     .to_string(),
             ),
             Untrusted | OnFailure | OnRequest => ExecAssessment::Ask {
-                reason: Some(justification.to_string()).filter(|j| !j.trim().is_empty()),
+                reason: justification,
             },
         };
     }

@@ -5,7 +5,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ReviewDecision};
 
 const NO_TTY_REASON: &str = "deputy exec has no terminal to ask for approval on; \
-pass `-a never` to run without approvals (commands stay sandboxed), or run it in a terminal";
+pass `-a never` so that nothing asks (the sandbox mode alone then limits commands), \
+or run it in a terminal";
 
 /// Asks whether to run a command.
 pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
@@ -27,7 +28,11 @@ pub(crate) async fn ask_patch(
         .keys()
         .map(|p| p.display().to_string())
         .collect();
-    ask(format!("Apply a patch to {}?", files.join(", "))).await
+    let mut question = format!("Apply a patch to {}?", files.join(", "));
+    if let Some(reason) = &req.reason {
+        question.push_str(&format!("\n  reason: {reason}"));
+    }
+    ask(question).await
 }
 
 async fn ask(question: String) -> (ReviewDecision, Option<String>) {

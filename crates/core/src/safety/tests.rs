@@ -82,6 +82,36 @@ fn exec_decision_table() {
 }
 
 #[test]
+fn escalation_asks_even_for_known_safe_commands_and_under_on_failure() {
+    let ask_why = ExecAssessment::Ask {
+        reason: Some("needs network".into()),
+    };
+    for (policy, known_safe) in [(Untrusted, true), (OnFailure, false), (OnRequest, true)] {
+        let got = assess_exec(ExecRequestFacts {
+            known_safe,
+            escalation: Some("needs network"),
+            ..facts(policy, WorkspaceWrite)
+        });
+        assert_eq!(got, ask_why, "{policy:?} safe={known_safe}");
+    }
+}
+
+#[test]
+fn blank_justification_is_shown_as_no_reason() {
+    for (policy, mode) in [(OnRequest, WorkspaceWrite), (Untrusted, DangerFullAccess)] {
+        let got = assess_exec(ExecRequestFacts {
+            escalation: Some("  "),
+            ..facts(policy, mode)
+        });
+        assert_eq!(
+            got,
+            ExecAssessment::Ask { reason: None },
+            "{policy:?} {mode:?}"
+        );
+    }
+}
+
+#[test]
 fn never_refuses_escalation_instead_of_asking() {
     let got = assess_exec(ExecRequestFacts {
         escalation: Some("x"),
