@@ -1,6 +1,7 @@
 //! The `deputy` binary: parses arguments and wires the front doors to the engine.
 
 mod sandbox_cmd;
+mod sessions_cmd;
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use deputy_core::ThreadManager;
 use deputy_core::config::{ConfigLayers, ConfigOverrides, deputy_home, parse_cli_override};
+use deputy_core::rollout::{SessionSource, list_sessions};
 use deputy_protocol::{AskForApproval, SandboxMode};
 
 /// deputy: a coding agent you drive over MCP or from the command line.
@@ -32,30 +34,78 @@ enum Command {
     McpServer,
     /// Run a command under deputy's sandbox, to check what it allows.
     Sandbox(SandboxArgs),
+    /// List saved sessions or show one.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
 }
 
 #[derive(Debug, Args)]
 struct ExecArgs {
-    /// Print every event as one JSON line on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Working directory of the session.
-    #[arg(short = 'C', long = "cd", value_name = "DIR")]
-    cwd: Option<PathBuf>,
-    /// Model to use.
-    #[arg(short = 'm', long)]
-    model: Option<String>,
-    /// Config profile to use.
-    #[arg(short = 'p', long)]
-    profile: Option<String>,
-    /// Sandbox mode: read-only, workspace-write or danger-full-access.
-    #[arg(short = 's', long = "sandbox", value_parser = parse_kebab::<SandboxMode>)]
-    sandbox: Option<SandboxMode>,
-    /// Approval policy: untrusted, on-failure, on-request or never.
-    #[arg(short = 'a', long = "ask-for-approval", value_parser = parse_kebab::<AskForApproval>)]
-    approval: Option<AskForApproval>,
+    #[command(subcommand)]
+    command: Option<ExecSubcommand>,
+    #[command(flatten)]
+    flags: ExecFlags,
     /// The task. `-` or nothing reads it from stdin.
     prompt: Option<String>,
+}
+
+/// Options of `deputy exec` and `deputy exec resume`.
+#[derive(Debug, Args)]
+struct ExecFlags {
+    /// Print every event as one JSON line on stdout.
+    #[arg(global = true, long)]
+    json: bool,
+    /// Working directory of the session.
+    #[arg(global = true, short = 'C', long = "cd", value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Model to use.
+    #[arg(global = true, short = 'm', long)]
+    model: Option<String>,
+    /// Config profile to use.
+    #[arg(global = true, short = 'p', long)]
+    profile: Option<String>,
+    /// Sandbox mode: read-only, workspace-write or danger-full-access.
+    #[arg(global = true, short = 's', long = "sandbox", value_parser = parse_kebab::<SandboxMode>)]
+    sandbox: Option<SandboxMode>,
+    /// Approval policy: untrusted, on-failure, on-request or never.
+    #[arg(global = true, short = 'a', long = "ask-for-approval", value_parser = parse_kebab::<AskForApproval>)]
+    approval: Option<AskForApproval>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ExecSubcommand {
+    /// Run the next turn of a saved session.
+    Resume(ResumeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ResumeArgs {
+    /// Resume the most recently updated session (in the `-C` directory, when given).
+    #[arg(long)]
+    last: bool,
+    /// The session's thread id (omit it with `--last`).
+    session_id: Option<String>,
+    /// The prompt. `-` or nothing reads it from stdin.
+    prompt: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// List saved sessions, most recently updated first, one tab-separated line
+    /// each: thread id, updated (UTC), cwd, first prompt, turns.
+    List {
+        /// Only sessions whose working directory is DIR.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Show at most N sessions.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+    },
+    /// Print a session's conversation as text.
+    Show {
+        /// The session's thread id.
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -134,39 +184,97 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             args.network,
             args.command,
         ),
+        Command::Sessions(SessionsCommand::List { cwd, limit }) => {
+            sessions_cmd::list(&layers.deputy_home, cwd.as_deref(), limit)
+        }
+        Command::Sessions(SessionsCommand::Show { id }) => {
+            sessions_cmd::show(&layers.deputy_home, &id)
+        }
     }
 }
 
 fn run_exec(mut layers: ConfigLayers, args: ExecArgs) -> anyhow::Result<i32> {
-    let prompt = match args.prompt.as_deref() {
+    if let Some(ExecSubcommand::Resume(resume)) = args.command {
+        if args.prompt.is_some() {
+            anyhow::bail!("give the prompt after `resume`: `deputy exec resume ID PROMPT`");
+        }
+        return run_exec_resume(layers, args.flags, resume);
+    }
+    let prompt = read_prompt(args.prompt)?;
+    let json = args.flags.json;
+    layers.overrides = overrides(args.flags);
+    let config = layers.load()?;
+    runtime()?.block_on(async {
+        log_sandbox_support();
+        let manager = ThreadManager::new(launcher()).with_session_source(SessionSource::Exec);
+        deputy_exec::run_exec(&manager, config, deputy_exec::ExecOptions { prompt, json }).await
+    })
+}
+
+fn run_exec_resume(
+    mut layers: ConfigLayers,
+    flags: ExecFlags,
+    args: ResumeArgs,
+) -> anyhow::Result<i32> {
+    let (id, prompt) = match (args.last, args.session_id, args.prompt) {
+        (true, Some(_), Some(_)) => {
+            anyhow::bail!("with --last, give only the prompt: `deputy exec resume --last PROMPT`")
+        }
+        (true, prompt, None) | (true, None, prompt) => {
+            let cwd = flags.cwd.as_deref();
+            let newest = list_sessions(&layers.deputy_home, cwd, 1)?;
+            let Some(session) = newest.into_iter().next() else {
+                match cwd {
+                    Some(dir) => anyhow::bail!("no saved session in {}", dir.display()),
+                    None => anyhow::bail!("no saved session to resume"),
+                }
+            };
+            (session.id, prompt)
+        }
+        (false, Some(id), prompt) => (id, prompt),
+        (false, None, _) => {
+            anyhow::bail!("which session? pass its thread id, or --last for the newest")
+        }
+    };
+    let prompt = read_prompt(prompt)?;
+    let json = flags.json;
+    layers.overrides = overrides(flags);
+    runtime()?.block_on(async {
+        log_sandbox_support();
+        let manager = ThreadManager::new(launcher()).with_session_source(SessionSource::Exec);
+        let (thread, configured) = manager.resume_thread(&id, &layers)?;
+        let warnings = thread.config().warnings.clone();
+        deputy_exec::run_turn_on(
+            thread,
+            configured,
+            warnings,
+            deputy_exec::ExecOptions { prompt, json },
+        )
+        .await
+    })
+}
+
+/// The prompt argument, or stdin when it is `-` or missing.
+fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
+    let prompt = match arg.as_deref() {
         Some(p) if p != "-" => p.to_string(),
         _ => std::io::read_to_string(std::io::stdin()).context("reading the prompt from stdin")?,
     };
     if prompt.trim().is_empty() {
         anyhow::bail!("no prompt given: pass the task as an argument or on stdin");
     }
-    layers.overrides = ConfigOverrides {
-        model: args.model,
-        profile: args.profile,
-        cwd: args.cwd,
-        approval_policy: args.approval,
-        sandbox_mode: args.sandbox,
+    Ok(prompt)
+}
+
+fn overrides(flags: ExecFlags) -> ConfigOverrides {
+    ConfigOverrides {
+        model: flags.model,
+        profile: flags.profile,
+        cwd: flags.cwd,
+        approval_policy: flags.approval,
+        sandbox_mode: flags.sandbox,
         ..ConfigOverrides::default()
-    };
-    let config = layers.load()?;
-    runtime()?.block_on(async {
-        log_sandbox_support();
-        let manager = ThreadManager::new(launcher());
-        deputy_exec::run_exec(
-            &manager,
-            config,
-            deputy_exec::ExecOptions {
-                prompt,
-                json: args.json,
-            },
-        )
-        .await
-    })
+    }
 }
 
 /// deputy re-executes itself to confine commands.

@@ -159,6 +159,13 @@ impl Session {
         }
     }
 
+    /// Syncs and closes the rollout, so the thread can be resumed elsewhere at once.
+    async fn close_rollout(&self) {
+        if let Some(rollout) = &self.rollout {
+            let _ = rollout.close().await;
+        }
+    }
+
     /// Adds a model response's usage and returns the new total.
     pub(crate) fn add_usage(&self, usage: &TokenUsage) -> TokenUsage {
         let mut total = lock(&self.total_usage);
@@ -259,12 +266,14 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
             }
             Op::Shutdown => {
                 stop(running.take()).await;
+                session.close_rollout().await;
                 session.events.send(&id, EventMsg::ShutdownComplete);
                 return;
             }
         }
     }
     stop(running).await;
+    session.close_rollout().await;
 }
 
 async fn stop(turn: Option<RunningTurn>) {

@@ -12,6 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
 
 use crate::tool_params::{
     CODEX_REPLY_TOOL, CODEX_TOOL, CodexReplyParam, CodexToolCallParam, tools,
@@ -23,14 +24,22 @@ use crate::turn_runner::{CallContext, run_turn, tool_result};
 pub struct DeputyServer {
     manager: Arc<ThreadManager>,
     layers: Arc<ConfigLayers>,
+    client_gone: CancellationToken,
 }
 
 impl DeputyServer {
     /// A server starting threads with these config layers (home, `-c` overrides).
-    pub fn new(manager: Arc<ThreadManager>, layers: ConfigLayers) -> Self {
+    /// `client_gone` is cancelled when the client disconnects; from then on running
+    /// calls stop sending it events and just finish.
+    pub fn new(
+        manager: Arc<ThreadManager>,
+        layers: ConfigLayers,
+        client_gone: CancellationToken,
+    ) -> Self {
         Self {
             manager,
             layers: Arc::new(layers),
+            client_gone,
         }
     }
 
@@ -110,14 +119,65 @@ impl DeputyServer {
                 true,
             );
         }
-        let Some(thread) = self.manager.get(&id) else {
-            return tool_result(
-                Some(&id),
-                format!("Session not found for thread_id: {id}"),
-                true,
-            );
+        // A thread from an earlier server process is resumed from its rollout;
+        // reading it is file I/O, kept off the async workers.
+        let (manager, layers, lookup_id) = (self.manager.clone(), self.layers.clone(), id.clone());
+        let found =
+            tokio::task::spawn_blocking(move || manager.get_or_resume(&lookup_id, &layers)).await;
+        let thread = match found {
+            Ok(Ok(thread)) => thread,
+            Ok(Err(err)) => return tool_result(Some(&id), err.to_string(), true),
+            Err(err) => {
+                return tool_result(
+                    Some(&id),
+                    format!("resuming the session failed: {err}"),
+                    true,
+                );
+            }
         };
+        for message in thread.config().warnings.clone() {
+            call.forward(
+                &id,
+                Event {
+                    id: String::new(),
+                    msg: EventMsg::Warning(deputy_protocol::WarningEvent { message }),
+                },
+            )
+            .await;
+        }
         run_turn(call, &thread, params.prompt).await
+    }
+}
+
+/// A request rmcp could not type. For a standard method that means its params
+/// were malformed, which deserves -32602 rather than "method not found".
+fn unhandled_request(method: &str) -> McpError {
+    use rmcp::model::{
+        CallToolRequestMethod, CompleteRequestMethod, ConstString, GetPromptRequestMethod,
+        InitializeResultMethod, ListPromptsRequestMethod, ListResourceTemplatesRequestMethod,
+        ListResourcesRequestMethod, ListToolsRequestMethod, PingRequestMethod,
+        ReadResourceRequestMethod, SetLevelRequestMethod,
+    };
+    let standard = [
+        InitializeResultMethod::VALUE,
+        PingRequestMethod::VALUE,
+        ListToolsRequestMethod::VALUE,
+        CallToolRequestMethod::VALUE,
+        ListResourcesRequestMethod::VALUE,
+        ListResourceTemplatesRequestMethod::VALUE,
+        ReadResourceRequestMethod::VALUE,
+        ListPromptsRequestMethod::VALUE,
+        GetPromptRequestMethod::VALUE,
+        CompleteRequestMethod::VALUE,
+        SetLevelRequestMethod::VALUE,
+    ];
+    if standard.contains(&method) {
+        McpError::invalid_params(
+            format!("invalid params for {method}"),
+            Some(serde_json::json!({"method": method})),
+        )
+    } else {
+        method_not_found(method)
     }
 }
 
@@ -164,7 +224,7 @@ impl ServerHandler for DeputyServer {
         request: rmcp::model::CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
-        Err(method_not_found(&request.method))
+        Err(unhandled_request(&request.method))
     }
 
     // Logging is not offered; answer clearly instead of leaving the client waiting.
@@ -195,6 +255,7 @@ impl ServerHandler for DeputyServer {
             request_id: context.id.clone(),
             progress_token: context.meta.get_progress_token(),
             cancelled: context.ct.clone(),
+            client_gone: self.client_gone.clone(),
         };
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let result = match request.name.as_ref() {

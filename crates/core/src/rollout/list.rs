@@ -32,6 +32,16 @@ pub struct SessionSummary {
     pub turns: usize,
 }
 
+impl SessionSummary {
+    /// [`SessionSummary::updated`] as `YYYY-MM-DDThh:mm:ssZ`.
+    pub fn updated_utc(&self) -> String {
+        let t = time::OffsetDateTime::from(self.updated);
+        let format =
+            time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+        t.format(&format).unwrap_or_default()
+    }
+}
+
 /// Sessions under `home`, newest first, at most `limit`, only those whose
 /// working directory is `cwd` when given. Unreadable rollouts are left out.
 pub fn list_sessions(

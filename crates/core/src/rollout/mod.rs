@@ -149,7 +149,7 @@ impl SessionMeta {
     pub fn new(id: &str, config: &Config, source: SessionSource) -> Self {
         Self {
             id: id.to_string(),
-            timestamp: paths::id_time(id).map_or_else(now_timestamp, |t| format_timestamp(t)),
+            timestamp: paths::id_time(id).map_or_else(now_timestamp, format_timestamp),
             cwd: config.cwd.clone(),
             model: config.model.clone(),
             model_provider: config.model_provider_id.clone(),

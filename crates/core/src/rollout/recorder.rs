@@ -30,6 +30,7 @@ enum Command {
     Record(String),
     Flush(oneshot::Sender<io::Result<()>>),
     Sync(oneshot::Sender<io::Result<()>>),
+    Close(oneshot::Sender<io::Result<()>>),
 }
 
 /// Appends a thread's records to its rollout file. Cheap to clone; the file
@@ -163,6 +164,14 @@ impl RolloutRecorder {
         done.await.unwrap_or_else(|_| Err(writer_gone()))
     }
 
+    /// Writes and syncs everything queued so far, then closes the file,
+    /// releasing its lock; records queued afterwards are dropped.
+    pub async fn close(&self) -> io::Result<()> {
+        let (ack, done) = oneshot::channel();
+        self.send(Command::Close(ack));
+        done.await.unwrap_or_else(|_| Err(writer_gone()))
+    }
+
     fn send(&self, command: Command) {
         if self.tx.send(command).is_err() {
             tracing::warn!(path = %self.path.display(), "rollout writer has stopped; record dropped");
@@ -198,20 +207,32 @@ async fn write_loop(
                 let _ = ack.send(result);
             }
             Command::Sync(ack) => {
-                let result = match out.flush().await {
-                    Ok(()) => out.get_ref().sync_data().await,
-                    Err(err) => Err(err),
-                };
+                let result = sync(&mut out).await;
                 if let Err(err) = &result {
                     warn("sync", err);
                 }
                 let _ = ack.send(result);
+            }
+            Command::Close(ack) => {
+                let result = sync(&mut out).await;
+                if let Err(err) = &result {
+                    warn("sync", err);
+                }
+                // The lock goes with the file, before the caller hears back.
+                drop(out);
+                let _ = ack.send(result);
+                return;
             }
         }
     }
     if let Err(err) = out.flush().await {
         warn("final flush", &err);
     }
+}
+
+async fn sync(out: &mut BufWriter<tokio::fs::File>) -> io::Result<()> {
+    out.flush().await?;
+    out.get_ref().sync_data().await
 }
 
 /// Takes an exclusive, non-blocking `flock` on `file`; it lasts until the file is closed.

@@ -1,0 +1,131 @@
+//! `deputy sessions list|show`: what is saved under `$DEPUTY_HOME/sessions`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use deputy_core::rollout::{RolloutItem, find_rollout, list_sessions, read_rollout};
+use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason};
+
+/// Lines of a tool's output shown by `sessions show`; the rest is counted.
+const OUTPUT_LINES: usize = 20;
+
+/// Prints one tab-separated line per session, newest first:
+/// id, updated (UTC), cwd, first prompt preview, turns.
+pub fn list(home: &Path, cwd: Option<&Path>, limit: usize) -> anyhow::Result<i32> {
+    let sessions = list_sessions(home, cwd, limit).context("listing sessions")?;
+    if sessions.is_empty() {
+        eprintln!("no saved sessions");
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for s in sessions {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}",
+            s.id,
+            s.updated_utc(),
+            s.cwd.display(),
+            s.first_prompt_preview,
+            s.turns
+        )?;
+    }
+    Ok(0)
+}
+
+/// Prints session `id`'s conversation as text: turns, messages, tool calls and their output.
+pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
+    let path = find_rollout(home, id)?;
+    let contents = read_rollout(&path)?;
+    for warning in &contents.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut text = String::new();
+    let mut turn = 0;
+    for item in &contents.items {
+        render(item, &mut turn, &mut text);
+    }
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(0)
+}
+
+fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {
+    match item {
+        RolloutItem::SessionMeta(meta) => {
+            out.push_str(&format!(
+                "session {}\nstarted {} · model {} ({}) · cwd {}\n",
+                meta.id,
+                meta.timestamp,
+                meta.model,
+                meta.model_provider,
+                meta.cwd.display()
+            ));
+        }
+        RolloutItem::TurnContext(_) => {
+            *turn += 1;
+            out.push_str(&format!("\n── turn {turn} ──\n"));
+        }
+        RolloutItem::ResponseItem(item) => render_item(item, out),
+        RolloutItem::EventMsg(EventMsg::TurnAborted(aborted)) => {
+            let why = match aborted.reason {
+                TurnAbortReason::Interrupted => "interrupted",
+                TurnAbortReason::Aborted => "aborted by the user",
+            };
+            out.push_str(&format!("(turn stopped: {why})\n"));
+        }
+        RolloutItem::EventMsg(EventMsg::Error(error)) => {
+            labelled(out, "error", &error.message);
+        }
+        RolloutItem::EventMsg(_) => {}
+    }
+}
+
+fn render_item(item: &ResponseItem, out: &mut String) {
+    match item {
+        ResponseItem::Message { role, .. } if role == "user" || role == "assistant" => {
+            labelled(out, role, &item.message_text().unwrap_or_default());
+        }
+        ResponseItem::Message { .. } | ResponseItem::Other => {}
+        ResponseItem::Reasoning { summary, .. } => {
+            let text: String = summary
+                .iter()
+                .map(|ReasoningSummary::SummaryText { text }| text.as_str())
+                .collect();
+            if !text.trim().is_empty() {
+                labelled(out, "thinking", &text);
+            }
+        }
+        ResponseItem::FunctionCall {
+            name, arguments, ..
+        } => {
+            out.push_str(&format!("tool {name} {arguments}\n"));
+        }
+        ResponseItem::FunctionCallOutput { output, .. } => {
+            let lines: Vec<&str> = output.lines().collect();
+            for line in lines.iter().take(OUTPUT_LINES) {
+                out.push_str(&format!("  │ {line}\n"));
+            }
+            if lines.len() > OUTPUT_LINES {
+                out.push_str(&format!(
+                    "  │ … {} more lines\n",
+                    lines.len() - OUTPUT_LINES
+                ));
+            }
+        }
+    }
+}
+
+/// `label: text`, continuation lines indented under the text.
+fn labelled(out: &mut String, label: &str, text: &str) {
+    let indent = " ".repeat(label.len() + 2);
+    for (n, line) in text.lines().enumerate() {
+        if n == 0 {
+            out.push_str(&format!("{label}: {line}\n"));
+        } else {
+            out.push_str(&format!("{indent}{line}\n"));
+        }
+    }
+    if text.lines().next().is_none() {
+        out.push_str(&format!("{label}:\n"));
+    }
+}

@@ -1,0 +1,186 @@
+//! Threads resumed from their rollout: same history, same settings, one owner at a time.
+
+use std::sync::Arc;
+
+use deputy_core::config::ConfigLayers;
+use deputy_core::rollout::find_rollout;
+use deputy_core::{ResumeError, Thread, ThreadManager};
+use deputy_protocol::EventMsg;
+use deputy_test_support::{MockModelServer, MockResponse, TestHome};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn layers(home: &TestHome) -> ConfigLayers {
+    let mut layers = ConfigLayers::new(home.path().to_path_buf());
+    layers.overrides.cwd = Some(home.workspace().to_path_buf());
+    layers
+}
+
+/// Runs one turn to its end and returns the turn-ending event.
+async fn turn(thread: &Arc<Thread>, sub_id: &str, prompt: &str) -> EventMsg {
+    let mut events = thread
+        .start_turn(sub_id.to_string(), prompt.to_string())
+        .expect("start turn");
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        last = Some(event.msg);
+    }
+    last.expect("the turn ended with an event")
+}
+
+fn plan_turn() -> [MockResponse; 2] {
+    [
+        MockResponse::function_call_turn(
+            "call-1",
+            "update_plan",
+            json!({"plan": [{"step": "look", "status": "completed"}]}),
+        ),
+        MockResponse::text_turn("Planned."),
+    ]
+}
+
+fn body(server: &MockModelServer, n: usize) -> Value {
+    server.requests()[n].body.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let layers = layers(&home);
+
+    // Control: both turns on one live thread.
+    server.push_all(plan_turn());
+    server.push(MockResponse::text_turn("Bye."));
+    let manager = ThreadManager::new(None);
+    let (thread, _) = manager
+        .start_thread(layers.load().expect("config"))
+        .expect("start");
+    assert!(matches!(
+        turn(&thread, "1", "make a plan").await,
+        EventMsg::TaskComplete(_)
+    ));
+    assert!(matches!(
+        turn(&thread, "2", "thanks").await,
+        EventMsg::TaskComplete(_)
+    ));
+    manager.shutdown_all().await;
+
+    // Restart: turn 1, every thread shut down, turn 2 on a new manager.
+    server.push_all(plan_turn());
+    server.push(MockResponse::text_turn("Bye."));
+    let first = ThreadManager::new(None);
+    let (thread, configured) = first
+        .start_thread(layers.load().expect("config"))
+        .expect("start");
+    let id = thread.id().to_string();
+    assert_eq!(
+        configured.rollout_path.as_deref(),
+        Some(find_rollout(home.path(), &id).expect("rollout").as_path())
+    );
+    assert!(matches!(
+        turn(&thread, "1", "make a plan").await,
+        EventMsg::TaskComplete(_)
+    ));
+    first.shutdown_all().await;
+    drop((thread, first));
+
+    let second = ThreadManager::new(None);
+    let (resumed, configured) = second.resume_thread(&id, &layers).expect("resume");
+    assert_eq!(configured.session_id, id);
+    assert_eq!(configured.history_entry_count, 5);
+    assert!(matches!(
+        turn(&resumed, "2", "thanks").await,
+        EventMsg::TaskComplete(_)
+    ));
+
+    let control = body(&server, 2);
+    let after_restart = body(&server, 5);
+    assert_eq!(after_restart, control);
+
+    // And that is turn 1's last request plus its answer plus the new prompt.
+    let mut expected = body(&server, 4)["input"].as_array().expect("input").clone();
+    expected.push(json!({"type": "message", "role": "assistant",
+                         "content": [{"type": "output_text", "text": "Planned."}]}));
+    expected.push(json!({"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": "thanks"}]}));
+    assert_eq!(after_restart["input"], Value::Array(expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let layers = layers(&home);
+    server.push(MockResponse::text_turn("one"));
+    let manager = ThreadManager::new(None);
+    let (thread, _) = manager
+        .start_thread(layers.load().expect("config"))
+        .expect("start");
+    turn(&thread, "1", "hi").await;
+    let id = thread.id().to_string();
+    manager.shutdown_all().await;
+
+    home.write_config(
+        &TestHome::default_config(&server.base_url())
+            .replace("mock-model", "changed-model")
+            .replace("\"never\"", "\"untrusted\""),
+    );
+    let mut elsewhere = ConfigLayers::new(home.path().to_path_buf());
+    elsewhere.cli_overrides = vec![("model".into(), "cli-model".into())];
+    let second = ThreadManager::new(None);
+    let (resumed, configured) = second.resume_thread(&id, &elsewhere).expect("resume");
+    assert_eq!(configured.model, "mock-model");
+    assert_eq!(configured.approval_policy.as_str(), "never");
+    assert_eq!(
+        configured.cwd,
+        home.workspace().canonicalize().expect("cwd")
+    );
+    second.shutdown_all().await;
+    drop(resumed);
+
+    elsewhere.overrides.model = Some("per-call-model".into());
+    let third = ThreadManager::new(None);
+    let (_, configured) = third.resume_thread(&id, &elsewhere).expect("resume");
+    assert_eq!(configured.model, "per-call-model");
+    third.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_live_in_one_manager_is_locked_for_another_and_shared_by_its_own() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let layers = layers(&home);
+    let manager = ThreadManager::new(None);
+    let (thread, _) = manager
+        .start_thread(layers.load().expect("config"))
+        .expect("start");
+
+    let same = manager.get_or_resume(thread.id(), &layers).expect("live");
+    assert!(Arc::ptr_eq(&same, &thread));
+
+    let other = ThreadManager::new(None);
+    let err = other
+        .resume_thread(thread.id(), &layers)
+        .expect_err("locked");
+    assert!(matches!(err, ResumeError::Locked));
+    assert_eq!(err.to_string(), "thread is open in another process");
+    assert!(!err.is_not_found());
+    manager.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_thread_is_not_found() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let manager = ThreadManager::new(None);
+    let id = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+    let err = manager
+        .get_or_resume(id, &layers(&home))
+        .expect_err("missing");
+    assert!(err.is_not_found());
+    assert_eq!(
+        err.to_string(),
+        format!("Session not found for thread_id: {id}")
+    );
+}
