@@ -32,7 +32,8 @@ pub(super) async fn apply(
     let changes = file_changes(&planned);
     let config = &ctx.session.config;
     let roots = sandboxing::writable_roots(config);
-    let writable = touched.iter().all(|p| roots.allows(p));
+    let writable = config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess
+        || touched.iter().all(|p| roots.allows(p));
     let approvals = &ctx.session.approvals;
     let auto_approved = match assess_patch(
         config.approval_policy,
@@ -49,7 +50,9 @@ pub(super) async fn apply(
                     call_id: call_id.to_string(),
                     turn_id: ctx.turn_id.clone(),
                     changes: changes.clone(),
-                    reason: None,
+                    reason: (!writable).then(|| {
+                        "the patch writes outside the sandbox's writable roots".to_string()
+                    }),
                     grant_root: None,
                 },
             ));
