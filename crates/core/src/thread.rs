@@ -209,6 +209,9 @@ pub(crate) fn spawn_thread(
     })
 }
 
+/// How long a new turn waits for the previous one to finish before the thread counts as busy.
+const TURN_FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 struct RunningTurn {
     cancel: CancellationToken,
     handle: JoinHandle<()>,
@@ -224,7 +227,16 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
         }
         match op {
             Op::UserInput { items } => {
-                if running.is_some() {
+                // Front doors start turns only after reading the previous turn's
+                // end event, which is the last thing a turn does: a turn still
+                // registered here is finishing, so let it finish.
+                if let Some(turn) = running.take_if(|turn| !turn.handle.is_finished()) {
+                    let mut handle = turn.handle;
+                    if tokio::time::timeout(TURN_FINISH_GRACE, &mut handle).await.is_err() {
+                        running = Some(RunningTurn { cancel: turn.cancel, handle });
+                    }
+                }
+                if running.as_ref().is_some_and(|r| !r.handle.is_finished()) {
                     session.events.send(
                         &id,
                         EventMsg::Error(deputy_protocol::ErrorEvent {
