@@ -37,7 +37,7 @@ pub async fn run_stdio_server(
     layers.load().context("loading configuration")?;
     let manager = Arc::new(ThreadManager::new(sandbox_launcher));
     let relay = stdio::start(tokio::io::stdin(), tokio::io::stdout());
-    let server = DeputyServer::new(manager.clone(), layers);
+    let server = DeputyServer::new(manager.clone(), layers, relay.input_closed.clone());
     let running = server
         .serve((relay.server_reader, relay.server_writer))
         .await

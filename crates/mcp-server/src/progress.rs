@@ -7,11 +7,15 @@ use std::time::Instant;
 use deputy_protocol::EventMsg;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
+use tokio_util::sync::CancellationToken;
+
+use crate::turn_runner::unless_client_gone;
 
 /// Sends progress for one call; a no-op when the call carried no token.
 pub(crate) struct ProgressReporter {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
+    client_gone: CancellationToken,
     step: u64,
     started: Instant,
     current: String,
@@ -19,10 +23,15 @@ pub(crate) struct ProgressReporter {
 
 impl ProgressReporter {
     /// A reporter for the call's progress token, if any.
-    pub(crate) fn new(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        token: Option<ProgressToken>,
+        client_gone: CancellationToken,
+    ) -> Self {
         Self {
             peer,
             token,
+            client_gone,
             step: 0,
             started: Instant::now(),
             current: "thinking".to_string(),
@@ -69,7 +78,8 @@ impl ProgressReporter {
         self.step += 1;
         let mut param = ProgressNotificationParam::new(token.clone(), self.step as f64);
         param.message = Some(message);
-        if let Err(err) = self.peer.notify_progress(param).await {
+        let send = self.peer.notify_progress(param);
+        if let Some(Err(err)) = unless_client_gone(&self.client_gone, send).await {
             tracing::debug!("progress notification not sent: {err}");
         }
     }

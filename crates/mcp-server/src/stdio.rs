@@ -1,12 +1,15 @@
 //! The stdio relay between the real stdin/stdout and rmcp.
 //!
-//! rmcp silently drops lines that are not JSON; MCP clients deserve a
-//! JSON-RPC parse error (-32700) instead. This relay is the one detail
-//! handled below rmcp: it checks that each line is JSON before passing it on,
-//! answers the ones that are not, and owns stdout so that its error lines and
-//! rmcp's messages never interleave mid-line.
+//! rmcp silently drops lines that are not JSON, and answers a request it
+//! cannot parse with an error that lacks the request's id, which leaves the
+//! client waiting. This relay is the one detail handled below rmcp: it answers
+//! a line that is not JSON with a parse error (-32700) and a request rmcp could
+//! not read with an invalid-request error (-32600) carrying its id, passes
+//! everything else on, and owns stdout so that its error lines and rmcp's
+//! messages never interleave mid-line.
 
-use serde::de::IgnoredAny;
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -15,7 +18,7 @@ const PIPE_CAPACITY: usize = 256 * 1024;
 
 /// The rmcp side of the relay, plus a token cancelled when stdin reaches EOF.
 pub(crate) struct Relay {
-    /// What rmcp reads: client lines that parsed as JSON.
+    /// What rmcp reads: the client lines the relay did not answer itself.
     pub(crate) server_reader: DuplexStream,
     /// Where rmcp writes: forwarded to the output line by line.
     pub(crate) server_writer: DuplexStream,
@@ -38,24 +41,36 @@ pub(crate) fn start(
     let errors_tx = lines_tx.clone();
     let closed = input_closed.clone();
     tokio::spawn(async move {
-        let mut lines = BufReader::new(input).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let trimmed = line.trim();
-            if trimmed.is_empty() {
+        let mut input = BufReader::new(input);
+        let mut raw = Vec::new();
+        loop {
+            raw.clear();
+            // Bytes, not `lines()`: a line that is not UTF-8 must get an error
+            // reply, not end the session.
+            match input.read_until(b'\n', &mut raw).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = match std::str::from_utf8(&raw) {
+                Ok(line) => line.trim(),
+                Err(err) => {
+                    let message = format!("Parse error: the line is not UTF-8 ({err})");
+                    let _ =
+                        errors_tx.send(error_line(Value::Null, ErrorCode::PARSE_ERROR, message));
+                    continue;
+                }
+            };
+            if line.is_empty() {
                 continue;
             }
-            match serde_json::from_str::<IgnoredAny>(trimmed) {
-                Ok(_) => {
-                    let mut bytes = trimmed.as_bytes().to_vec();
-                    bytes.push(b'\n');
-                    if relay_in.write_all(&bytes).await.is_err() {
-                        break;
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!("malformed JSON-RPC line: {err}");
-                    let _ = errors_tx.send(parse_error_line(&err));
-                }
+            if let Some(error) = rejection(line) {
+                let _ = errors_tx.send(error);
+                continue;
+            }
+            let mut bytes = line.as_bytes().to_vec();
+            bytes.push(b'\n');
+            if relay_in.write_all(&bytes).await.is_err() {
+                break;
             }
         }
         // Closing the pipe tells rmcp the client is gone.
@@ -108,13 +123,110 @@ async fn write_lines(
     }
 }
 
-fn parse_error_line(err: &serde_json::Error) -> Vec<u8> {
+/// The error line answering `line`, when it is not JSON or is a request rmcp
+/// cannot read; `None` for lines to pass on.
+fn rejection(line: &str) -> Option<Vec<u8>> {
+    let value = match serde_json::from_str::<Value>(line) {
+        Ok(value) => value,
+        Err(err) => {
+            tracing::warn!("malformed JSON-RPC line: {err}");
+            return Some(error_line(
+                Value::Null,
+                ErrorCode::PARSE_ERROR,
+                format!("Parse error: {err}"),
+            ));
+        }
+    };
+    // Only requests wait for an answer; rmcp deals with everything else.
+    let id = value
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())?;
+    value.get("method")?;
+    let err = serde_json::from_value::<ClientJsonRpcMessage>(value.clone()).err()?;
+    tracing::warn!("invalid JSON-RPC request: {err}");
+    Some(error_line(
+        id.clone(),
+        ErrorCode::INVALID_REQUEST,
+        format!("Invalid request: {err}"),
+    ))
+}
+
+fn error_line(id: Value, code: ErrorCode, message: String) -> Vec<u8> {
     let mut line = serde_json::to_vec(&serde_json::json!({
         "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32700, "message": format!("Parse error: {err}")},
+        "id": id,
+        "error": {"code": code.0, "message": message},
     }))
     .unwrap_or_default();
     line.push(b'\n');
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parsed(line: Option<Vec<u8>>) -> Value {
+        line.and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn lines_that_are_not_json_get_a_parse_error_without_id() {
+        let answer = parsed(rejection("{\"jsonrpc\": "));
+        assert_eq!(answer["id"], Value::Null);
+        assert_eq!(answer["error"]["code"], -32700);
+    }
+
+    #[test]
+    fn unreadable_requests_get_invalid_request_with_their_id() {
+        let line = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": 5});
+        let answer = parsed(rejection(&line.to_string()));
+        assert_eq!(answer["id"], 6);
+        assert_eq!(answer["error"]["code"], -32600);
+    }
+
+    #[tokio::test]
+    async fn a_line_that_is_not_utf8_is_answered_and_reading_goes_on() {
+        let (mut client, input) = tokio::io::duplex(1024);
+        let (output, mut client_out) = tokio::io::duplex(1024);
+        let mut relay = start(input, output);
+        client
+            .write_all(b"\xff\xfe\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        drop(client);
+
+        let mut forwarded = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut relay.server_reader, &mut forwarded)
+            .await
+            .unwrap();
+        assert_eq!(
+            forwarded,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"
+        );
+        relay.input_closed.cancelled().await;
+
+        drop(relay.server_writer);
+        relay.output_done.await.unwrap();
+        let mut answered = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut client_out, &mut answered)
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_str(answered.trim()).unwrap();
+        assert_eq!(answer["error"]["code"], -32700);
+    }
+
+    #[test]
+    fn readable_messages_pass_through() {
+        for line in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+            json!({"jsonrpc": "2.0", "id": "a", "method": "vendor/thing", "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 0, "result": {}}),
+        ] {
+            assert_eq!(rejection(&line.to_string()), None, "{line}");
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! turns approval requests into elicitations, reports progress, honours
 //! cancellation, and produces the call's result.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +30,22 @@ pub(crate) struct CallContext {
     pub(crate) request_id: RequestId,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) cancelled: CancellationToken,
+    /// Cancelled once the client has disconnected.
+    pub(crate) client_gone: CancellationToken,
+}
+
+/// Runs `send` unless the client has gone. Once stdin is closed rmcp stops
+/// delivering messages, and a send would wait for it until rmcp's own shutdown
+/// timeout — holding up this call's end and with it the server's exit.
+pub(crate) async fn unless_client_gone<T>(
+    client_gone: &CancellationToken,
+    send: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        () = client_gone.cancelled() => None,
+        sent = send => Some(sent),
+    }
 }
 
 impl CallContext {
@@ -53,11 +70,10 @@ impl CallContext {
             id: event.id,
             msg: event.msg,
         };
-        if let Err(err) = self
+        let send = self
             .peer
-            .send_notification(wire::notification::<CodexEvent>(&params))
-            .await
-        {
+            .send_notification(wire::notification::<CodexEvent>(&params));
+        if let Some(Err(err)) = unless_client_gone(&self.client_gone, send).await {
             tracing::debug!("codex/event not delivered: {err}");
         }
     }
@@ -72,6 +88,10 @@ pub(crate) fn tool_result(thread_id: Option<&str>, text: String, is_error: bool)
     };
     result.structured_content =
         thread_id.map(|id| serde_json::json!({"threadId": id, "content": text}));
+    // Codex omits `isError` on success; clients compare results with its shape.
+    if !is_error {
+        result.is_error = None;
+    }
     result
 }
 
@@ -86,46 +106,38 @@ pub(crate) async fn run_turn(
         Ok(events) => events,
         Err(err) => return tool_result(Some(&thread_id), err.to_string(), true),
     };
-    let mut progress = ProgressReporter::new(call.peer.clone(), call.progress_token.clone());
+    let mut progress = ProgressReporter::new(
+        call.peer.clone(),
+        call.progress_token.clone(),
+        call.client_gone.clone(),
+    );
     let mut ticker = tokio::time::interval_at(
         tokio::time::Instant::now() + PROGRESS_INTERVAL,
         PROGRESS_INTERVAL,
     );
     let mut approvals = JoinSet::new();
     let mut interrupted = false;
-    let result = loop {
+    let (result, end_event) = loop {
         tokio::select! {
             event = events.next() => {
                 let Some(event) = event else {
-                    break tool_result(Some(&thread_id), "the thread stopped unexpectedly".into(), true);
+                    let text = "the thread stopped unexpectedly".to_string();
+                    break (tool_result(Some(&thread_id), text, true), None);
                 };
                 progress.on_event(&event.msg).await;
-                let end = match &event.msg {
+                if let Some(result) = turn_result(&thread_id, &event.msg) {
+                    break (result, Some(event));
+                }
+                match &event.msg {
                     EventMsg::ExecApprovalRequest(req) => {
                         approvals.spawn(ask_exec(call.peer.clone(), thread.clone(), call.request_id_string(), event.id.clone(), req.clone()));
-                        None
                     }
                     EventMsg::ApplyPatchApprovalRequest(req) => {
                         approvals.spawn(ask_patch(call.peer.clone(), thread.clone(), call.request_id_string(), event.id.clone(), req.clone()));
-                        None
                     }
-                    EventMsg::TaskComplete(done) => Some(tool_result(
-                        Some(&thread_id),
-                        done.last_agent_message.clone().unwrap_or_default(),
-                        false,
-                    )),
-                    EventMsg::Error(err) => Some(tool_result(Some(&thread_id), err.message.clone(), true)),
-                    EventMsg::TurnAborted(aborted) => Some(tool_result(
-                        Some(&thread_id),
-                        format!("turn aborted ({})", serde_json::to_value(aborted.reason).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()),
-                        true,
-                    )),
-                    _ => None,
-                };
-                call.forward(&thread_id, event).await;
-                if let Some(result) = end {
-                    break result;
+                    _ => {}
                 }
+                call.forward(&thread_id, event).await;
             }
             () = call.cancelled.cancelled(), if !interrupted => {
                 interrupted = true;
@@ -134,9 +146,34 @@ pub(crate) async fn run_turn(
             _ = ticker.tick() => progress.tick().await,
         }
     };
+    // Free the thread before anyone hears that the turn ended, so that a
+    // `codex-reply` sent on seeing the end never finds it busy.
+    drop(events);
     // Questions still open belong to a turn that is over.
     approvals.abort_all();
+    if let Some(event) = end_event {
+        call.forward(&thread_id, event).await;
+    }
     result
+}
+
+/// The call's result when `msg` ends the turn.
+fn turn_result(thread_id: &str, msg: &EventMsg) -> Option<CallToolResult> {
+    let (text, is_error) = match msg {
+        EventMsg::TaskComplete(done) => {
+            (done.last_agent_message.clone().unwrap_or_default(), false)
+        }
+        EventMsg::Error(err) => (err.message.clone(), true),
+        EventMsg::TurnAborted(aborted) => {
+            let reason = serde_json::to_value(aborted.reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            (format!("turn aborted ({reason})"), true)
+        }
+        _ => return None,
+    };
+    Some(tool_result(Some(thread_id), text, is_error))
 }
 
 /// Why an approval was decided without asking the user.

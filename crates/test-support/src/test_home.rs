@@ -123,7 +123,13 @@ impl TestHome {
                 cmd.env_remove(&name);
             }
         }
+        // A HOME of its own keeps login shells (`bash -lc`) away from the
+        // user's profile, whose side effects (version managers, locks) would
+        // make tests slow or flaky.
+        let home = self.dir.path().join("home");
+        let _ = std::fs::create_dir_all(&home);
         cmd.env_remove("OPENAI_API_KEY")
+            .env("HOME", &home)
             .env("DEPUTY_HOME", self.dir.path())
             .env("RUST_LOG", "warn")
             .current_dir(&self.workspace);

@@ -451,3 +451,26 @@ async fn starts_serves_and_stops_inside_an_async_test() {
     );
     drop(server);
 }
+
+#[test]
+fn response_timings_span_from_request_read_to_last_frame_sent() {
+    let server = MockModelServer::start();
+    let gap = Duration::from_millis(40);
+    server.push(MockResponse::text_turn("paced").delay_between(gap));
+    let before = Instant::now();
+
+    let response = post(server.address(), "/v1/responses", "{}");
+    post(server.address(), "/v1/models", "");
+    let after = Instant::now();
+
+    assert!(response.complete);
+    let timings = server.response_timings();
+    assert_eq!(timings.len(), 1, "only routed, answered requests are timed");
+    let timing = timings[0];
+    assert_eq!(timing.request, 1);
+    assert!(timing.received_at >= before);
+    let finished = timing.finished_at.expect("a clean stream has finished");
+    // Four frames, three gaps between them.
+    assert!(finished - timing.received_at >= gap * 3);
+    assert!(finished <= after);
+}

@@ -1,13 +1,16 @@
 //! A scripted stand-in for an OpenAI-compatible model endpoint on 127.0.0.1.
 //!
 //! Tests queue [`MockResponse`]s; each `POST /v1/responses` or `POST /v1/chat/completions`
-//! takes the next one in order and every request is recorded for later assertions.
+//! takes the next one in order and every request is recorded for later assertions. Tests
+//! whose requests arrive in no fixed order (concurrent sessions) can instead answer each
+//! request from its content with [`MockModelServer::respond_with`].
 
 pub mod chat;
 mod recorded;
 mod response;
 pub mod responses;
 mod serve;
+mod timing;
 
 use std::collections::VecDeque;
 use std::io;
@@ -21,18 +24,27 @@ use tokio::sync::oneshot;
 
 pub use recorded::RecordedRequest;
 pub use response::{MockResponse, SseEvent};
+pub use timing::ResponseTiming;
 
 /// State shared between the test thread and the server's runtime.
 pub(crate) struct Shared {
     state: Mutex<State>,
     /// Signalled whenever a request is recorded.
     recorded: Condvar,
+    /// When each routed request arrived and its answer finished; kept apart from `state`
+    /// so that noting a finished answer never waits behind a responder.
+    pub(crate) timings: timing::Timings,
 }
+
+/// Computes the answer to a request from the request itself.
+type Responder = Arc<dyn Fn(&RecordedRequest) -> MockResponse + Send + Sync>;
 
 #[derive(Default)]
 struct State {
     queue: VecDeque<MockResponse>,
     requests: Vec<RecordedRequest>,
+    /// Answers the routed requests that find the queue empty.
+    responder: Option<Responder>,
 }
 
 impl Shared {
@@ -42,23 +54,40 @@ impl Shared {
     }
 
     /// Records `request` and, when it is `routed` to a model endpoint, takes the next
-    /// scripted response. Returns the request's 1-based number and that response.
+    /// scripted response, else asks the responder if one is set. Returns the request's
+    /// 1-based number and that response.
     pub(crate) fn record(
         &self,
         request: RecordedRequest,
         routed: bool,
     ) -> (usize, Option<MockResponse>) {
         let mut state = self.lock();
-        state.requests.push(request);
-        let number = state.requests.len();
-        let scripted = if routed {
+        let queued = if routed {
             state.queue.pop_front()
         } else {
             None
         };
+        let responder = if routed && queued.is_none() {
+            state.responder.clone()
+        } else {
+            None
+        };
+        let (mut state, response) = match responder {
+            // Called outside the lock, so that a responder may use the server's methods.
+            Some(responder) => {
+                drop(state);
+                let response = responder(&request);
+                (self.lock(), Some(response))
+            }
+            // Taking a queued response and recording the request stay one step, so that
+            // `requests()[n]` is the request that got the n-th queued response.
+            None => (state, queued),
+        };
+        state.requests.push(request);
+        let number = state.requests.len();
         drop(state);
         self.recorded.notify_all();
-        (number, scripted)
+        (number, response)
     }
 }
 
@@ -101,6 +130,7 @@ impl MockModelServer {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             recorded: Condvar::new(),
+            timings: timing::Timings::default(),
         });
         let app = serve::router(Arc::clone(&shared));
         let (shutdown, shutdown_rx) = oneshot::channel::<()>();
@@ -146,6 +176,22 @@ impl MockModelServer {
     /// Queues `responses` in order behind those already queued.
     pub fn push_all(&self, responses: impl IntoIterator<Item = MockResponse>) {
         self.shared.lock().queue.extend(responses);
+    }
+
+    /// Answers every model request that finds the queue empty with `responder(request)`,
+    /// for tests whose requests arrive in no predictable order (concurrent sessions).
+    /// Queued responses still come first; a later call replaces the responder.
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> MockResponse + Send + Sync + 'static,
+    ) {
+        self.shared.lock().responder = Some(Arc::new(responder));
+    }
+
+    /// When each answered model request arrived and when its answer was completely sent,
+    /// by request number; benchmarks subtract this model time from what the client saw.
+    pub fn response_timings(&self) -> Vec<ResponseTiming> {
+        self.shared.timings.snapshot()
     }
 
     /// How many queued responses no request has taken yet.

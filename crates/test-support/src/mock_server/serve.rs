@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes, to_bytes};
@@ -42,6 +42,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             );
         }
     };
+    let received_at = Instant::now();
     let recorded = RecordedRequest::new(&parts, &body);
     let routed = parts.method == Method::POST
         && (recorded.path == RESPONSES_PATH || recorded.path == CHAT_PATH);
@@ -57,7 +58,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         );
     }
     match scripted {
-        Some(scripted) => render(scripted).await,
+        Some(scripted) => {
+            shared.timings.received(number, received_at);
+            let finish: Finish = Box::new(move || shared.timings.finished(number));
+            render(scripted, finish).await
+        }
         None => error_response(
             StatusCode::BAD_REQUEST,
             &format!("mock model server: no scripted response left for request #{number}"),
@@ -76,7 +81,10 @@ fn error_response(status: StatusCode, message: &str) -> Response {
     response
 }
 
-async fn render(scripted: MockResponse) -> Response {
+/// Called once the whole answer has been handed to the connection.
+type Finish = Box<dyn FnOnce() + Send>;
+
+async fn render(scripted: MockResponse, finish: Finish) -> Response {
     if !scripted.delay_before.is_zero() {
         tokio::time::sleep(scripted.delay_before).await;
     }
@@ -98,8 +106,11 @@ async fn render(scripted: MockResponse) -> Response {
             scripted.frames,
             scripted.fault,
             scripted.delay_between,
+            finish,
         ))
     } else {
+        // The whole body is in memory and goes out as soon as the response is returned.
+        finish();
         Body::from(scripted.frames.concat())
     };
     let mut response = Response::new(body);
@@ -149,6 +160,7 @@ struct FrameState {
     sent: usize,
     gap: Duration,
     ending: Option<Ending>,
+    finish: Option<Finish>,
 }
 
 /// The body as a stream of frames, paced by `gap` and ended as `fault` says.
@@ -156,6 +168,7 @@ fn frame_stream(
     frames: Vec<String>,
     fault: Option<Fault>,
     gap: Duration,
+    finish: Finish,
 ) -> impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
     let (limit, ending) = match fault {
         None => (frames.len(), Ending::Clean),
@@ -167,6 +180,7 @@ fn frame_stream(
         sent: 0,
         gap,
         ending: Some(ending),
+        finish: Some(finish),
     };
     futures::stream::unfold(state, |mut state| async move {
         if let Some(frame) = state.frames.pop_front() {
@@ -177,7 +191,13 @@ fn frame_stream(
             return Some((Ok(Bytes::from(frame)), state));
         }
         match state.ending.take()? {
-            Ending::Clean => None,
+            Ending::Clean => {
+                // Polled again only once the last frame was taken by the connection.
+                if let Some(finish) = state.finish.take() {
+                    finish();
+                }
+                None
+            }
             Ending::Disconnect => {
                 // hyper drops the connection on a body error without flushing what it has
                 // buffered; returning Pending once makes it flush the frames sent so far.

@@ -1,0 +1,19 @@
+//! `deputy mcp-server` as an MCP client sees it: the real binary on stdio, a scripted
+//! model behind it, judged by the JSON-RPC messages it prints, the processes it leaves
+//! and the requests the model receives.
+
+#[path = "mcp/harness.rs"]
+mod harness;
+
+#[path = "mcp/cancellation.rs"]
+mod cancellation;
+#[path = "mcp/concurrency.rs"]
+mod concurrency;
+#[path = "mcp/errors.rs"]
+mod errors;
+#[path = "mcp/handshake.rs"]
+mod handshake;
+#[path = "mcp/tools_list.rs"]
+mod tools_list;
+#[path = "mcp/turns.rs"]
+mod turns;
