@@ -10,7 +10,11 @@ use deputy_core::Thread;
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, Event, EventMsg, ExecApprovalRequestEvent, Op, ReviewDecision,
 };
-use rmcp::model::{CallToolResult, ClientResult, ContentBlock, ProgressToken, RequestId};
+use rmcp::model::{
+    CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
+    RequestId,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -207,7 +211,7 @@ async fn ask_exec(
             codex_reason: req.reason,
         },
     };
-    let (decision, reason) = elicit(&peer, &params).await;
+    let (decision, reason) = elicit(&peer, &params, thread.config().approval_timeout).await;
     let _ = thread.submit(Op::ExecApproval {
         id: req.call_id,
         decision,
@@ -242,12 +246,35 @@ async fn ask_patch(
             codex_changes: req.changes,
         },
     };
-    let (decision, reason) = elicit(&peer, &params).await;
+    let (decision, reason) = elicit(&peer, &params, thread.config().approval_timeout).await;
     let _ = thread.submit(Op::PatchApproval {
         id: req.call_id,
         decision,
         reason,
     });
+}
+
+/// Sends `notifications/cancelled` for an elicitation nobody waits on any more.
+struct WithdrawOnDrop {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for WithdrawOnDrop {
+    fn drop(&mut self) {
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let param = CancelledNotificationParam::new(
+                Some(id),
+                Some("the approval is no longer needed".into()),
+            );
+            let _ = peer.notify_cancelled(param).await;
+        });
+    }
 }
 
 /// Sends the elicitation and reads the decision. Anything but a clear answer
@@ -256,6 +283,7 @@ async fn ask_patch(
 async fn elicit(
     peer: &Peer<RoleServer>,
     params: &ApprovalElicitationParams,
+    timeout: Duration,
 ) -> (ReviewDecision, Option<String>) {
     let supports_elicitation = peer
         .peer_info()
@@ -263,10 +291,39 @@ async fn elicit(
     if !supports_elicitation {
         return (ReviewDecision::Denied, Some(NO_ELICITATION.to_string()));
     }
-    let reply = match peer
-        .send_request(wire::request::<ApprovalElicitation>(params))
-        .await
-    {
+    let sent = peer
+        .send_cancellable_request(
+            wire::request::<ApprovalElicitation>(params),
+            PeerRequestOptions::no_options(),
+        )
+        .await;
+    let response = match sent {
+        Ok(handle) => {
+            // If this wait is abandoned (the turn ended, or the engine stopped
+            // waiting), the client is told so its question does not stay open.
+            let mut withdraw = WithdrawOnDrop {
+                peer: peer.clone(),
+                id: Some(handle.id.clone()),
+            };
+            match tokio::time::timeout(timeout, handle.await_response()).await {
+                Ok(response) => {
+                    withdraw.id = None;
+                    response
+                }
+                Err(_) => {
+                    return (
+                        ReviewDecision::TimedOut,
+                        Some(format!(
+                            "no answer to the approval request within {} s",
+                            timeout.as_secs()
+                        )),
+                    );
+                }
+            }
+        }
+        Err(err) => Err(err),
+    };
+    let reply = match response {
         Ok(ClientResult::CustomResult(custom)) => custom.0,
         Ok(ClientResult::ElicitResult(result)) => serde_json::to_value(result).unwrap_or_default(),
         Ok(other) => serde_json::to_value(other).unwrap_or_default(),

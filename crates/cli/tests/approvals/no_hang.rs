@@ -84,12 +84,23 @@ fn unanswered_approval_times_out_as_denied() {
         .push_all([shell("c1", &["touch", "late.txt"]), say("timed out")]);
 
     let id = harness.codex("make a file");
-    harness.elicitation("c1");
+    let question = harness.elicitation("c1");
     let asked_at = Instant::now();
     let result = harness.result(id);
     let waited = asked_at.elapsed();
 
     assert_eq!(result["structuredContent"]["content"], "timed out");
+    // The question is withdrawn so the client's dialog does not stay open.
+    harness
+        .client
+        .wait_for(
+            |m| {
+                m["method"] == "notifications/cancelled"
+                    && m["params"]["requestId"] == question["id"]
+            },
+            Duration::from_secs(5),
+        )
+        .expect("the timed-out elicitation is cancelled");
     assert!(waited < Duration::from_secs(10), "waited {waited:?}");
     assert!(!harness.exists("late.txt"));
     let output = harness.output_for("c1");
