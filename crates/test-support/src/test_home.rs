@@ -113,7 +113,7 @@ impl TestHome {
 
     /// A command running `bin` against this home, in the workspace directory.
     ///
-    /// It sets `DEPUTY_HOME` and `RUST_LOG=warn` (override with `.env("RUST_LOG", ..)`)
+    /// It sets `DEPUTY_HOME`, a private `HOME` (`<home>/home`) and `RUST_LOG=warn` (override with `.env("RUST_LOG", ..)`)
     /// and removes `OPENAI_API_KEY` and any other inherited `DEPUTY_*` variable, so the
     /// developer's own environment cannot leak into a test.
     pub fn command(&self, bin: impl AsRef<OsStr>) -> Command {
