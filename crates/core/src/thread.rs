@@ -232,8 +232,14 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                 // registered here is finishing, so let it finish.
                 if let Some(turn) = running.take_if(|turn| !turn.handle.is_finished()) {
                     let mut handle = turn.handle;
-                    if tokio::time::timeout(TURN_FINISH_GRACE, &mut handle).await.is_err() {
-                        running = Some(RunningTurn { cancel: turn.cancel, handle });
+                    if tokio::time::timeout(TURN_FINISH_GRACE, &mut handle)
+                        .await
+                        .is_err()
+                    {
+                        running = Some(RunningTurn {
+                            cancel: turn.cancel,
+                            handle,
+                        });
                     }
                 }
                 if running.as_ref().is_some_and(|r| !r.handle.is_finished()) {

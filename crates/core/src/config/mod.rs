@@ -56,8 +56,8 @@ pub enum ConfigError {
     Semantic(String),
 }
 
-/// `[sandbox_workspace_write]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// `[sandbox_workspace_write]` (also saved in a session's metadata).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct SandboxWorkspaceWrite {
     /// Extra writable roots.
     #[serde(default)]

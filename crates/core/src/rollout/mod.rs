@@ -76,34 +76,6 @@ pub enum SessionSource {
     Exec,
 }
 
-/// `[sandbox_workspace_write]` as saved in a session's metadata.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkspaceWriteSettings {
-    /// Extra writable roots.
-    #[serde(default)]
-    pub writable_roots: Vec<PathBuf>,
-    /// Whether commands may use the network.
-    #[serde(default)]
-    pub network_access: bool,
-    /// Leave `$TMPDIR` read-only.
-    #[serde(default)]
-    pub exclude_tmpdir_env_var: bool,
-    /// Leave `/tmp` read-only.
-    #[serde(default)]
-    pub exclude_slash_tmp: bool,
-}
-
-impl From<&SandboxWorkspaceWrite> for WorkspaceWriteSettings {
-    fn from(s: &SandboxWorkspaceWrite) -> Self {
-        Self {
-            writable_roots: s.writable_roots.clone(),
-            network_access: s.network_access,
-            exclude_tmpdir_env_var: s.exclude_tmpdir_env_var,
-            exclude_slash_tmp: s.exclude_slash_tmp,
-        }
-    }
-}
-
 /// Payload of the `session_meta` line: enough to rebuild the thread's configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
@@ -123,7 +95,7 @@ pub struct SessionMeta {
     pub sandbox_mode: SandboxMode,
     /// `[sandbox_workspace_write]` settings.
     #[serde(default)]
-    pub sandbox_workspace_write: WorkspaceWriteSettings,
+    pub sandbox_workspace_write: SandboxWorkspaceWrite,
     /// The caller's replacement for the built-in instructions, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_instructions: Option<String>,
@@ -155,7 +127,7 @@ impl SessionMeta {
             model_provider: config.model_provider_id.clone(),
             approval_policy: config.approval_policy,
             sandbox_mode: config.sandbox_mode,
-            sandbox_workspace_write: (&config.sandbox_workspace_write).into(),
+            sandbox_workspace_write: config.sandbox_workspace_write.clone(),
             base_instructions: config.base_instructions.clone(),
             developer_instructions: config.developer_instructions.clone(),
             include_plan_tool: config.include_plan_tool,

@@ -23,10 +23,10 @@ fn meta(id: &str, cwd: &Path) -> SessionMeta {
         model_provider: "mock".into(),
         approval_policy: AskForApproval::Never,
         sandbox_mode: SandboxMode::WorkspaceWrite,
-        sandbox_workspace_write: WorkspaceWriteSettings {
+        sandbox_workspace_write: SandboxWorkspaceWrite {
             writable_roots: vec![PathBuf::from("/extra")],
             network_access: true,
-            ..WorkspaceWriteSettings::default()
+            ..SandboxWorkspaceWrite::default()
         },
         base_instructions: Some("be brief".into()),
         developer_instructions: None,
