@@ -4,6 +4,7 @@ mod sandbox_cmd;
 mod sessions_cmd;
 
 use std::ffi::OsStr;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -145,7 +146,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // A closed stderr must not turn an error into a panic.
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
             ExitCode::FAILURE
         }
     }
@@ -158,6 +160,8 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        // With stderr closed (`deputy exec … 2>&1 | head`), logging must fail quietly.
+        .log_internal_errors(false)
         .init();
 }
 

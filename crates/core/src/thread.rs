@@ -252,12 +252,8 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                     continue;
                 }
                 let cancel = CancellationToken::new();
-                let handle = tokio::spawn(crate::turn::run_turn(
-                    session.clone(),
-                    id,
-                    items,
-                    cancel.clone(),
-                ));
+                let handle =
+                    tokio::spawn(supervise_turn(session.clone(), id, items, cancel.clone()));
                 running = Some(RunningTurn { cancel, handle });
             }
             Op::Interrupt => {
@@ -292,6 +288,31 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
     }
     stop(running).await;
     session.close_rollout().await;
+}
+
+/// Runs a turn; if it panics, still ends it with an `error` event so no front
+/// door waits forever for a turn that is gone.
+async fn supervise_turn(
+    session: Arc<Session>,
+    id: String,
+    items: Vec<deputy_protocol::InputItem>,
+    cancel: CancellationToken,
+) {
+    let turn = tokio::spawn(crate::turn::run_turn(
+        session.clone(),
+        id.clone(),
+        items,
+        cancel,
+    ));
+    if let Err(err) = turn.await {
+        tracing::error!("turn {id} ended abnormally: {err}");
+        session.events.send(
+            &id,
+            EventMsg::Error(deputy_protocol::ErrorEvent {
+                message: format!("internal error: the turn ended abnormally ({err})"),
+            }),
+        );
+    }
 }
 
 async fn stop(turn: Option<RunningTurn>) {

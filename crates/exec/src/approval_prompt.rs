@@ -37,7 +37,11 @@ pub(crate) async fn ask_patch(
 
 async fn ask(question: String) -> (ReviewDecision, Option<String>) {
     if !std::io::stdin().is_terminal() {
-        eprintln!("approval needed: {question}\n  denied: {NO_TTY_REASON}");
+        // `eprintln!` panics when stderr is closed (`deputy exec … 2>&1 | head`).
+        let _ = writeln!(
+            std::io::stderr(),
+            "approval needed: {question}\n  denied: {NO_TTY_REASON}"
+        );
         return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
     }
     let answer = tokio::task::spawn_blocking(move || prompt_blocking(&question)).await;
@@ -50,8 +54,9 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
 fn prompt_blocking(question: &str) -> (ReviewDecision, Option<String>) {
     let stdin = std::io::stdin();
     loop {
-        eprint!("{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
-        let _ = std::io::stderr().flush();
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
+        let _ = stderr.flush();
         let mut line = String::new();
         match stdin.lock().read_line(&mut line) {
             Ok(0) | Err(_) => {

@@ -53,15 +53,28 @@ pub fn deputy(home: &TestHome, args: &[&str]) -> Command {
 }
 
 /// Runs `command` to its end (killing it after [`PROCESS_DEADLINE`]) and collects its output.
-pub fn finish(mut command: Command) -> Finished {
+pub fn finish(command: Command) -> Finished {
+    run_to_end(command, true)
+}
+
+/// Like [`finish`], with stderr a pipe nobody reads (closed before the process starts),
+/// as in `deputy exec … 2>&1 | head -1`.
+pub fn finish_with_closed_stderr(mut command: Command) -> Finished {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    command.stderr(writer);
+    run_to_end(command, false)
+}
+
+fn run_to_end(mut command: Command, capture_stderr: bool) -> Finished {
     let start = Instant::now();
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn deputy");
+    command.stdout(Stdio::piped());
+    if capture_stderr {
+        command.stderr(Stdio::piped());
+    }
+    let mut child = command.spawn().expect("spawn deputy");
     let stdout = drain(child.stdout.take().expect("piped stdout"));
-    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let stderr = child.stderr.take().map(drain);
     let status = wait_with_deadline(&mut child, PROCESS_DEADLINE);
     let elapsed = start.elapsed();
     let finished = Finished {
@@ -70,7 +83,7 @@ pub fn finish(mut command: Command) -> Finished {
             child.wait().expect("reap deputy")
         }),
         stdout: join(stdout),
-        stderr: join(stderr),
+        stderr: stderr.map(join).unwrap_or_default(),
         elapsed,
     };
     assert!(

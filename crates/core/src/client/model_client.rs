@@ -99,7 +99,8 @@ impl ModelClient {
             }
             attempt += 1;
             let delay = requested_delay.unwrap_or_else(|| backoff(attempt));
-            tracing::warn!(attempt, max_retries, ?delay, %error, "retrying model request");
+            // The engine reports retries as `stream_error` events; this is for logs only.
+            tracing::debug!(attempt, max_retries, ?delay, %error, "retrying model request");
             on_retry(RetryNotice {
                 attempt,
                 max_retries,

@@ -17,7 +17,6 @@ const MAX_RETRIES_CAP: u64 = 100;
 
 /// How to reach one model server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ModelProviderInfo {
     /// Display name.
     #[serde(default)]

@@ -209,3 +209,20 @@ fn relative_cwd_resolves_against_process_cwd_and_missing_cwd_fails() {
         std::env::current_dir().unwrap().canonicalize().unwrap()
     );
 }
+
+#[test]
+fn unknown_provider_key_warns_like_any_other_unknown_key() {
+    let home = home_with(
+        "model_provider = \"local\"\n[model_providers.local]\nbase_url = \"http://x/v1\"\ncolour = \"red\"\n",
+    );
+    let config = layers(&home).load().unwrap();
+    assert_eq!(config.model_provider.base_url, "http://x/v1");
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("`model_providers.local.colour`")),
+        "{:?}",
+        config.warnings
+    );
+}
