@@ -178,9 +178,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Exec(args) => run_exec(layers, args),
-        Command::McpServer => {
-            runtime()?.block_on(deputy_mcp_server::run_stdio_server(layers, launcher()))
-        }
+        Command::McpServer => runtime()?.block_on(async {
+            log_sandbox_support();
+            deputy_mcp_server::run_stdio_server(layers, launcher()).await
+        }),
         Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(
             args.sandbox,
             args.cwd,
