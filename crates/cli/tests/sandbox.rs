@@ -4,6 +4,10 @@
 //! Everything the sandbox must keep out lives under Cargo's target tmp dir, never under `/tmp`
 //! (which workspace-write may write) — and `TMPDIR` is removed for the same reason.
 
+#[path = "common/outside.rs"]
+mod outside;
+
+use outside::outside_dir;
 use std::io::{ErrorKind, Read};
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::UnixListener;
@@ -21,16 +25,6 @@ macro_rules! require_sandbox {
             return;
         }
     };
-}
-
-/// A directory outside every writable root of the sandboxed command.
-fn outside_dir() -> TempDir {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    assert!(
-        !base.starts_with("/tmp"),
-        "these tests need a target directory outside /tmp, which the sandbox leaves writable"
-    );
-    tempfile::tempdir_in(base).expect("tempdir")
 }
 
 /// A workspace directory, also outside `/tmp`, canonicalized so paths compare equal.

@@ -8,6 +8,10 @@
 //! (which workspace-write may write); `TMPDIR` is removed from the server's environment and
 //! `HOME` points outside the workspace for the same reason.
 
+#[path = "common/outside.rs"]
+mod outside;
+
+use outside::outside_dir;
 use std::io::{ErrorKind, Read};
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::UnixListener;
@@ -35,16 +39,6 @@ macro_rules! require_sandbox {
             return;
         }
     };
-}
-
-/// A directory outside every writable root of the sandboxed commands.
-fn outside_dir() -> TempDir {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    assert!(
-        !base.starts_with("/tmp"),
-        "these tests need a target directory outside /tmp, which the sandbox leaves writable"
-    );
-    tempfile::tempdir_in(base).expect("tempdir")
 }
 
 /// The real interpreter behind `python3`, resolved here because version-manager shims look
