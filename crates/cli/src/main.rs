@@ -178,7 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Exec(args) => run_exec(layers, args),
-        Command::McpServer => runtime()?.block_on(async {
+        Command::McpServer => server_runtime()?.block_on(async {
             log_sandbox_support();
             deputy_mcp_server::run_stdio_server(layers, launcher()).await
         }),
@@ -292,6 +292,16 @@ fn log_sandbox_support() {
         Ok(support) => tracing::info!("sandbox: {support}"),
         Err(why) => tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}"),
     }
+}
+
+/// The MCP server's runtime: one thread. Its work is mostly relaying messages and waiting
+/// on the model and on commands; measured with `deputy-bench`, one thread starts faster,
+/// answers sooner and uses less memory than a worker pool on small machines.
+fn server_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -10,17 +10,21 @@
 
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const PIPE_CAPACITY: usize = 256 * 1024;
+/// How much of rmcp's output is copied to stdout at a time.
+const OUTPUT_CHUNK: usize = 64 * 1024;
 
 /// The rmcp side of the relay, plus a token cancelled when stdin reaches EOF.
 pub(crate) struct Relay {
     /// What rmcp reads: the client lines the relay did not answer itself.
     pub(crate) server_reader: DuplexStream,
-    /// Where rmcp writes: forwarded to the output line by line.
+    /// Where rmcp writes: copied to the output as it comes.
     pub(crate) server_writer: DuplexStream,
     /// Cancelled once the client closed its end of the input.
     pub(crate) input_closed: CancellationToken,
@@ -35,10 +39,9 @@ pub(crate) fn start(
 ) -> Relay {
     let (mut relay_in, server_reader) = tokio::io::duplex(PIPE_CAPACITY);
     let (server_writer, relay_out) = tokio::io::duplex(PIPE_CAPACITY);
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (errors_tx, errors_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let input_closed = CancellationToken::new();
 
-    let errors_tx = lines_tx.clone();
     let closed = input_closed.clone();
     tokio::spawn(async move {
         let mut input = BufReader::new(input);
@@ -78,23 +81,7 @@ pub(crate) fn start(
         closed.cancel();
     });
 
-    let output_done = tokio::spawn(async move {
-        let forward = async move {
-            let mut reader = BufReader::new(relay_out);
-            loop {
-                let mut line = Vec::new();
-                match reader.read_until(b'\n', &mut line).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if lines_tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        };
-        tokio::join!(forward, write_lines(output, lines_rx));
-    });
+    let output_done = tokio::spawn(forward_output(relay_out, output, errors_rx));
     Relay {
         server_reader,
         server_writer,
@@ -103,19 +90,38 @@ pub(crate) fn start(
     }
 }
 
-async fn write_lines(
+/// Copies rmcp's output to `output` chunk by chunk and slips the relay's own error
+/// lines in only between messages. Chunks, not lines: one `exec_command_end` event can
+/// carry megabytes of command output, and holding it whole here (plus tokio's copy for
+/// the blocking stdout write) used to add two more copies of it to the peak memory.
+async fn forward_output(
+    mut from: DuplexStream,
     mut output: impl AsyncWrite + Unpin,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut errors: mpsc::UnboundedReceiver<Vec<u8>>,
 ) {
-    while let Some(line) = lines.recv().await {
-        if output.write_all(&line).await.is_err() {
-            return;
-        }
-        // Batch whatever else is ready, then flush once.
-        while let Ok(more) = lines.try_recv() {
-            if output.write_all(&more).await.is_err() {
-                return;
-            }
+    let mut chunk = vec![0u8; OUTPUT_CHUNK];
+    let (mut from_open, mut errors_open) = (true, true);
+    // Whether what was written so far ends with a complete line.
+    let mut between_lines = true;
+    while from_open || errors_open {
+        tokio::select! {
+            read = from.read(&mut chunk), if from_open => match read {
+                Ok(0) | Err(_) => from_open = false,
+                Ok(n) => {
+                    if output.write_all(&chunk[..n]).await.is_err() {
+                        return;
+                    }
+                    between_lines = chunk[n - 1] == b'\n';
+                }
+            },
+            line = errors.recv(), if errors_open && (between_lines || !from_open) => match line {
+                Some(line) => {
+                    if output.write_all(&line).await.is_err() {
+                        return;
+                    }
+                }
+                None => errors_open = false,
+            },
         }
         if output.flush().await.is_err() {
             return;
@@ -216,6 +222,45 @@ mod tests {
             .unwrap();
         let answer: Value = serde_json::from_str(answered.trim()).unwrap();
         assert_eq!(answer["error"]["code"], -32700);
+    }
+
+    #[tokio::test]
+    async fn a_large_message_goes_out_whole_and_error_lines_never_split_it() {
+        let (mut client, input) = tokio::io::duplex(1024);
+        let (output, mut client_out) = tokio::io::duplex(64 * 1024);
+        let mut relay = start(input, output);
+        let text = "x".repeat(3 * 1024 * 1024);
+        let message = json!({"jsonrpc": "2.0", "method": "codex/event", "params": {"text": text}});
+        let line = format!("{message}\n");
+        let (first, rest) = line.as_bytes().split_at(line.len() / 2);
+        let reader = tokio::spawn(async move {
+            let mut out = String::new();
+            client_out.read_to_string(&mut out).await.map(|_| out)
+        });
+
+        relay.server_writer.write_all(first).await.unwrap();
+        // A bad line, then a good one: once the good one reached rmcp's side, the
+        // error for the bad one is queued while the message is half written.
+        client
+            .write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        let mut forwarded = vec![0u8; 1024];
+        let n = relay.server_reader.read(&mut forwarded).await.unwrap();
+        assert!(forwarded[..n].ends_with(b"\"ping\"}\n"));
+        relay.server_writer.write_all(rest).await.unwrap();
+        drop(relay.server_writer);
+        drop(client);
+        relay.output_done.await.unwrap();
+
+        let out = reader.await.unwrap().unwrap();
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(lines.len(), 2, "two whole lines expected");
+        assert!(lines.contains(&message));
+        assert!(lines.iter().any(|l| l["error"]["code"] == -32700));
     }
 
     #[test]

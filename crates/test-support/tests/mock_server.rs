@@ -474,3 +474,21 @@ fn response_timings_span_from_request_read_to_last_frame_sent() {
     assert!(finished - timing.received_at >= gap * 3);
     assert!(finished <= after);
 }
+
+#[test]
+fn requests_can_be_recorded_without_bodies_while_responders_still_see_them() {
+    let server = MockModelServer::start();
+    server.respond_with(|request| MockResponse::text_turn(request.body["input"].to_string()));
+    server.keep_request_bodies(false);
+    let dropped = post(server.address(), "/v1/responses", r#"{"input":"first"}"#);
+    server.keep_request_bodies(true);
+    post(server.address(), "/v1/responses", r#"{"input":"second"}"#);
+
+    let answered = sse_events(&dropped.text());
+    assert_eq!(answered[1].1["delta"], "\"first\"");
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/responses");
+    assert_eq!(requests[0].body, Value::Null);
+    assert_eq!(requests[0].raw_body, "");
+    assert_eq!(requests[1].body, json!({"input": "second"}));
+}

@@ -45,6 +45,8 @@ struct State {
     requests: Vec<RecordedRequest>,
     /// Answers the routed requests that find the queue empty.
     responder: Option<Responder>,
+    /// Set by [`MockModelServer::keep_request_bodies`]`(false)`.
+    drop_bodies: bool,
 }
 
 impl Shared {
@@ -58,7 +60,7 @@ impl Shared {
     /// 1-based number and that response.
     pub(crate) fn record(
         &self,
-        request: RecordedRequest,
+        mut request: RecordedRequest,
         routed: bool,
     ) -> (usize, Option<MockResponse>) {
         let mut state = self.lock();
@@ -83,6 +85,10 @@ impl Shared {
             // `requests()[n]` is the request that got the n-th queued response.
             None => (state, queued),
         };
+        if state.drop_bodies {
+            request.body = serde_json::Value::Null;
+            request.raw_body = String::new();
+        }
         state.requests.push(request);
         let number = state.requests.len();
         drop(state);
@@ -192,6 +198,13 @@ impl MockModelServer {
     /// by request number; benchmarks subtract this model time from what the client saw.
     pub fn response_timings(&self) -> Vec<ResponseTiming> {
         self.shared.timings.snapshot()
+    }
+
+    /// Whether requests received from now on keep their bodies in [`MockModelServer::requests`]
+    /// (the default). A long session's requests grow with its history, so recording
+    /// thousands of them whole costs gigabytes; responders still see every body.
+    pub fn keep_request_bodies(&self, keep: bool) {
+        self.shared.lock().drop_bodies = !keep;
     }
 
     /// How many queued responses no request has taken yet.

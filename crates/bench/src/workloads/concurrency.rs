@@ -1,0 +1,55 @@
+//! Concurrency: 64 sessions at once on one server, each one shell call and an answer.
+
+use serde_json::json;
+
+use super::model::{ANSWER_OK, Model, marker};
+use super::{CALL_TIMEOUT, EXIT_TIMEOUT, Outcome, Workload, send_call, start, tool_result};
+use crate::report::{Goal, Sample};
+use crate::target::{Home, Target};
+
+/// How many sessions run at once.
+pub const SESSIONS: u64 = 64;
+
+/// [`SESSIONS`] `codex` calls sent back to back, then all results awaited.
+pub struct Concurrency;
+
+impl Workload for Concurrency {
+    fn run(&mut self, target: &Target) -> anyhow::Result<Outcome> {
+        let model = Model::one_command(|n| format!("echo ran-{n}"), "ran-{n}")?;
+        let home = Home::new(&model.server.base_url())?;
+        let server = start(target, &home)?;
+        let mut ids = Vec::new();
+        for n in 0..SESSIONS {
+            let prompt = format!("run the command {}", marker(n));
+            ids.push(send_call(&server, "codex", json!({"prompt": prompt}))?);
+        }
+        let first_sent = ids.first().map(|(_, sent)| *sent);
+        let mut last_result = None;
+        let mut wrong = 0;
+        for (n, (id, _)) in ids.iter().enumerate() {
+            let reply = server.wait(*id, CALL_TIMEOUT)?;
+            let (_, content) = tool_result(&reply)?;
+            // A lost command output is the server's failure, not the bench's: count it.
+            if content != ANSWER_OK {
+                wrong += 1;
+                eprintln!("  session {n} answered {content:?} instead of {ANSWER_OK:?}");
+            }
+            last_result = last_result.max(Some(reply.at));
+        }
+        let rss_before_exit = server.peak_rss_kib()?;
+        let exit = server.finish(EXIT_TIMEOUT)?;
+        let (Some(first), Some(last)) = (first_sent, last_result) else {
+            anyhow::bail!("no call was made");
+        };
+        Ok(Outcome::Measured(vec![
+            Sample::ms(
+                "wall time (64 sessions)",
+                Goal::RatioAtLeast(3.0),
+                last - first,
+            ),
+            Sample::mib("peak RSS", Goal::RatioAtLeast(4.0), rss_before_exit),
+            Sample::ms("total CPU", Goal::None, exit.cpu),
+            Sample::count("sessions that lost the command output", wrong),
+        ]))
+    }
+}
