@@ -1,7 +1,7 @@
 //! [`ModelClient`]: builds the request, sends it with retries, and hands the
 //! body to [`ResponseStream`].
 
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use deputy_protocol::WireApi;
@@ -209,26 +209,33 @@ fn headers(provider: &ModelProviderInfo) -> Result<HeaderMap, ModelError> {
     Ok(headers)
 }
 
-/// One HTTP client per model client, so requests reuse connections.
+/// One HTTP client for the whole process: every thread's requests share its
+/// connection pool, and the system's CA certificates are read once, not per
+/// session (reading them was most of a new session's CPU cost).
 fn http_client(endpoint: &Url) -> Result<reqwest::Client, ModelError> {
+    static WITH_TLS: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static PLAIN_HTTP: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     install_crypto_provider();
     let builder = || reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
-    match builder().build() {
-        Ok(client) => Ok(client),
+    let with_tls = WITH_TLS.get_or_init(|| builder().build().map_err(|e| describe(&e)));
+    match with_tls {
+        Ok(client) => Ok(client.clone()),
         // The TLS setup needs the system's CA certificates. A plain-http
         // provider (a local server in a minimal container) has no use for them,
         // so it gets a client that trusts no certificate instead of an error.
         Err(error) if endpoint.scheme() == "http" => {
-            tracing::debug!(error = %describe(&error), "TLS setup failed; plain http only");
-            builder()
-                .tls_certs_only(Vec::new())
-                .build()
-                .map_err(|e| ModelError::Config(format!("cannot set up HTTP: {}", describe(&e))))
+            tracing::debug!(%error, "TLS setup failed; plain http only");
+            PLAIN_HTTP
+                .get_or_init(|| {
+                    builder()
+                        .tls_certs_only(Vec::new())
+                        .build()
+                        .map_err(|e| describe(&e))
+                })
+                .clone()
+                .map_err(|e| ModelError::Config(format!("cannot set up HTTP: {e}")))
         }
-        Err(error) => Err(ModelError::Config(format!(
-            "cannot set up HTTPS: {}",
-            describe(&error)
-        ))),
+        Err(error) => Err(ModelError::Config(format!("cannot set up HTTPS: {error}"))),
     }
 }
 

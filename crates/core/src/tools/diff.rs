@@ -10,6 +10,15 @@ use deputy_apply_patch::{PlannedChange, unified_diff};
 #[derive(Debug, Default)]
 pub(crate) struct TurnDiffTracker {
     baseline: BTreeMap<PathBuf, Option<String>>,
+    /// A diff already computed by the patch planner, valid while the file still
+    /// holds `content`: diffing a large file twice per patch is the costliest step.
+    known: BTreeMap<PathBuf, KnownDiff>,
+}
+
+#[derive(Debug)]
+struct KnownDiff {
+    content: String,
+    diff: String,
 }
 
 impl TurnDiffTracker {
@@ -28,6 +37,29 @@ impl TurnDiffTracker {
                 self.baseline
                     .entry(path.clone())
                     .or_insert_with(|| std::fs::read_to_string(&path).ok());
+            }
+            // An in-place update whose old content is the turn's baseline has
+            // exactly the planner's diff as its turn diff.
+            if let PlannedChange::Update {
+                path,
+                move_path: None,
+                old_content,
+                new_content,
+                unified_diff,
+                ..
+            } = change
+                && self
+                    .baseline
+                    .get(path)
+                    .is_some_and(|before| before.as_deref() == Some(old_content.as_str()))
+            {
+                self.known.insert(
+                    path.clone(),
+                    KnownDiff {
+                        content: new_content.clone(),
+                        diff: unified_diff.clone(),
+                    },
+                );
             }
         }
     }
@@ -58,11 +90,52 @@ impl TurnDiffTracker {
                 out.push_str("deleted file mode 100644\n");
             }
             out.push_str(&format!("--- {old_name}\n+++ {new_name}\n"));
-            out.push_str(&unified_diff(
-                before.as_deref().unwrap_or(""),
-                now.as_deref().unwrap_or(""),
-            ));
+            match (self.known.get(path), &now) {
+                (Some(known), Some(now)) if known.content == *now => out.push_str(&known.diff),
+                _ => out.push_str(&unified_diff(
+                    before.as_deref().unwrap_or(""),
+                    now.as_deref().unwrap_or(""),
+                )),
+            }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deputy_apply_patch::{apply_planned, parse_patch, plan_patch};
+
+    fn apply(tracker: &mut TurnDiffTracker, cwd: &Path, patch: &str) {
+        let planned = plan_patch(&parse_patch(patch).unwrap(), cwd).unwrap();
+        tracker.remember_baseline(&planned);
+        apply_planned(&planned).unwrap();
+    }
+
+    #[test]
+    fn turn_diff_runs_from_the_turns_first_content_across_patches() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let mut tracker = TurnDiffTracker::default();
+        apply(
+            &mut tracker,
+            dir.path(),
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+TWO\n*** End Patch",
+        );
+        assert_eq!(
+            tracker.diff(dir.path()),
+            "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"
+        );
+        apply(
+            &mut tracker,
+            dir.path(),
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n TWO\n*** Add File: b.txt\n+new\n*** End Patch",
+        );
+        assert_eq!(
+            tracker.diff(dir.path()),
+            "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n-two\n+ONE\n+TWO\n\
+             diff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+new\n"
+        );
     }
 }

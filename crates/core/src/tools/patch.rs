@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use deputy_apply_patch::{PlannedChange, apply_planned, parse_patch, plan_patch};
 use deputy_protocol::{
@@ -21,11 +22,17 @@ pub(super) async fn apply(
     patch_text: &str,
     cwd: PathBuf,
 ) -> Result<String, TurnStop> {
-    let planned = match parse_patch(patch_text)
-        .map_err(|e| e.to_string())
-        .and_then(|patch| plan_patch(&patch, &cwd).map_err(|e| e.to_string()))
-    {
-        Ok(planned) => planned,
+    // Planning reads and diffs whole files: keep it off the async workers.
+    let text = patch_text.to_string();
+    let planned = tokio::task::spawn_blocking(move || {
+        parse_patch(&text)
+            .map_err(|e| e.to_string())
+            .and_then(|patch| plan_patch(&patch, &cwd).map_err(|e| e.to_string()))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("planning the patch failed: {e}")));
+    let planned = match planned {
+        Ok(planned) => Arc::new(planned),
         Err(message) => return Ok(format!("apply_patch verification failed: {message}")),
     };
     let touched = touched_paths(&planned);
@@ -86,10 +93,17 @@ pub(super) async fn apply(
         changes,
     }));
     lock(&ctx.diff).remember_baseline(&planned);
-    let result = apply_planned(&planned);
-    let (success, stdout, stderr) = match &result {
-        Ok(summary) => (true, summary.to_string(), String::new()),
-        Err(err) => (false, String::new(), err.to_string()),
+    let to_apply = planned.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        apply_planned(&to_apply)
+            .map(|summary| summary.to_string())
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("applying the patch failed: {e}")));
+    let (success, stdout, stderr) = match result {
+        Ok(summary) => (true, summary, String::new()),
+        Err(err) => (false, String::new(), err),
     };
     ctx.emit(EventMsg::PatchApplyEnd(PatchApplyEndEvent {
         call_id: call_id.to_string(),
