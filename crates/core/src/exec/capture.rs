@@ -71,23 +71,31 @@ impl HeadTailBuffer {
 
     /// The kept bytes as text (lossy UTF-8), with a marker where bytes were dropped.
     pub fn to_text(&self) -> String {
-        let head = String::from_utf8_lossy(&self.head);
         let (a, b) = self.tail.as_slices();
-        let tail = String::from_utf8_lossy(&[a, b].concat()).into_owned();
         if self.dropped == 0 {
-            format!("{head}{tail}")
-        } else {
-            format!(
-                "{head}\n[... {} bytes of output not captured ...]\n{tail}",
-                self.dropped
-            )
+            // Contiguous bytes: decode them together so no character is split.
+            return String::from_utf8_lossy(&[self.head.as_slice(), a, b].concat()).into_owned();
         }
+        let marker = format!("\n[... {} bytes of output not captured ...]\n", self.dropped);
+        // Sized once: this runs on up to 1 MiB per stream per command.
+        let mut text = String::with_capacity(self.head.len() + marker.len() + a.len() + b.len());
+        text.push_str(&String::from_utf8_lossy(&self.head));
+        text.push_str(&marker);
+        text.push_str(&String::from_utf8_lossy(&[a, b].concat()));
+        text
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_character_across_the_head_tail_seam_stays_whole() {
+        let mut buf = HeadTailBuffer::new(4);
+        buf.push("aé".as_bytes());
+        assert_eq!(buf.to_text(), "aé");
+    }
 
     #[test]
     fn small_input_is_kept_whole() {
