@@ -42,5 +42,5 @@ fi
 echo "bench-vs-codex: using $codex ($("$codex" --version))" >&2
 
 cd "$root"
-cargo build --release -p deputy-cli
+"$(dirname "$0")/build-release.sh"
 exec cargo run --release -p deputy-bench -- --codex "$codex" "$@"

@@ -152,20 +152,22 @@ impl ThreadManager {
     }
 
     /// The live thread `id`, else that thread resumed from its rollout (see
-    /// [`ThreadManager::resume_thread`]). Must be called within a tokio runtime.
+    /// [`ThreadManager::resume_thread`]), with its `session_configured` event
+    /// when it was resumed by this call. Must be called within a tokio runtime.
     pub fn get_or_resume(
         &self,
         id: &str,
         layers: &ConfigLayers,
-    ) -> Result<Arc<Thread>, ResumeError> {
+    ) -> Result<(Arc<Thread>, Option<SessionConfiguredEvent>), ResumeError> {
         let canonical = uuid::Uuid::parse_str(id)
             .map(|u| u.hyphenated().to_string())
             .unwrap_or_else(|_| id.to_string());
         let _resuming = lock(&self.resuming);
         if let Some(thread) = self.get(&canonical) {
-            return Ok(thread);
+            return Ok((thread, None));
         }
-        self.resume_thread(id, layers).map(|(thread, _)| thread)
+        self.resume_thread(id, layers)
+            .map(|(thread, configured)| (thread, Some(configured)))
     }
 
     /// The live thread with this id.

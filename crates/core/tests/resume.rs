@@ -156,8 +156,12 @@ async fn a_thread_live_in_one_manager_is_locked_for_another_and_shared_by_its_ow
         .start_thread(layers.load().expect("config"))
         .expect("start");
 
-    let same = manager.get_or_resume(thread.id(), &layers).expect("live");
+    let (same, configured) = manager.get_or_resume(thread.id(), &layers).expect("live");
     assert!(Arc::ptr_eq(&same, &thread));
+    assert!(
+        configured.is_none(),
+        "a live thread is not configured again"
+    );
 
     let other = ThreadManager::new(None);
     let err = other

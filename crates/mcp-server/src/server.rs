@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use deputy_core::ThreadManager;
 use deputy_core::config::ConfigLayers;
-use deputy_protocol::{Event, EventMsg};
+use deputy_protocol::{Event, EventMsg, SessionConfiguredEvent, WarningEvent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -67,25 +67,7 @@ impl DeputyServer {
             Ok(started) => started,
             Err(err) => return tool_result(None, format!("Failed to start session: {err}"), true),
         };
-        let thread_id = thread.id().to_string();
-        call.forward(
-            &thread_id,
-            Event {
-                id: String::new(),
-                msg: EventMsg::SessionConfigured(configured),
-            },
-        )
-        .await;
-        for message in warnings {
-            call.forward(
-                &thread_id,
-                Event {
-                    id: String::new(),
-                    msg: EventMsg::Warning(deputy_protocol::WarningEvent { message }),
-                },
-            )
-            .await;
-        }
+        forward_session_start(call, thread.id(), configured, warnings).await;
         run_turn(call, &thread, params.prompt).await
     }
 
@@ -125,7 +107,12 @@ impl DeputyServer {
         let found =
             tokio::task::spawn_blocking(move || manager.get_or_resume(&lookup_id, &layers)).await;
         let thread = match found {
-            Ok(Ok(thread)) => thread,
+            Ok(Ok((thread, None))) => thread,
+            Ok(Ok((thread, Some(configured)))) => {
+                let warnings = thread.config().warnings.clone();
+                forward_session_start(call, thread.id(), configured, warnings).await;
+                thread
+            }
             Ok(Err(err)) => return tool_result(Some(&id), err.to_string(), true),
             Err(err) => {
                 return tool_result(
@@ -135,17 +122,32 @@ impl DeputyServer {
                 );
             }
         };
-        for message in thread.config().warnings.clone() {
-            call.forward(
-                &id,
-                Event {
-                    id: String::new(),
-                    msg: EventMsg::Warning(deputy_protocol::WarningEvent { message }),
-                },
-            )
-            .await;
-        }
         run_turn(call, &thread, params.prompt).await
+    }
+}
+
+/// Tells the client a session (new or resumed) is ready: `session_configured`,
+/// then any configuration warnings.
+async fn forward_session_start(
+    call: &CallContext,
+    thread_id: &str,
+    configured: SessionConfiguredEvent,
+    warnings: Vec<String>,
+) {
+    let events = std::iter::once(EventMsg::SessionConfigured(configured)).chain(
+        warnings
+            .into_iter()
+            .map(|message| EventMsg::Warning(WarningEvent { message })),
+    );
+    for msg in events {
+        call.forward(
+            thread_id,
+            Event {
+                id: String::new(),
+                msg,
+            },
+        )
+        .await;
     }
 }
 

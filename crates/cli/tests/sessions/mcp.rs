@@ -73,6 +73,15 @@ fn codex_reply_after_a_server_restart_continues_with_the_saved_history() {
         json!({"content": [{"type": "text", "text": "Bye."}],
                "structuredContent": {"threadId": thread_id, "content": "Bye."}})
     );
+    // The resumed session announces itself like a new one, with the saved settings.
+    let configured = second
+        .notifications("codex/event")
+        .into_iter()
+        .find(|n| n["params"]["msg"]["type"] == "session_configured")
+        .expect("session_configured for the resumed thread");
+    assert_eq!(configured["params"]["msg"]["session_id"], thread_id.as_str());
+    assert_eq!(configured["params"]["_meta"]["threadId"], thread_id.as_str());
+    assert!(configured["params"]["msg"]["rollout_path"].as_str().is_some());
     stop(&second);
 
     let requests = requests(&model, 3);

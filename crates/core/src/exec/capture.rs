@@ -76,7 +76,10 @@ impl HeadTailBuffer {
             // Contiguous bytes: decode them together so no character is split.
             return String::from_utf8_lossy(&[self.head.as_slice(), a, b].concat()).into_owned();
         }
-        let marker = format!("\n[... {} bytes of output not captured ...]\n", self.dropped);
+        let marker = format!(
+            "\n[... {} bytes of output not captured ...]\n",
+            self.dropped
+        );
         // Sized once: this runs on up to 1 MiB per stream per command.
         let mut text = String::with_capacity(self.head.len() + marker.len() + a.len() + b.len());
         text.push_str(&String::from_utf8_lossy(&self.head));

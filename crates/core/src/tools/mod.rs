@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 
 pub(crate) use diff::TurnDiffTracker;
 pub use spec::{
-    ApplyPatchArgs, SandboxPermissions, ShellArgs, ShellCommandArgs, names, tool_specs,
+    ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
+    tool_specs,
 };
 
 use crate::turn::{TurnContext, TurnStop};
@@ -27,33 +28,13 @@ pub(crate) async fn handle_call(
 ) -> Result<String, TurnStop> {
     match name {
         names::SHELL => match parse::<ShellArgs>(arguments) {
-            Ok(args) => {
-                let escalation = escalation(args.sandbox_permissions, args.justification);
-                run_shell_or_patch(
-                    ctx,
-                    call_id,
-                    args.command,
-                    args.workdir,
-                    args.timeout_ms,
-                    escalation,
-                )
-                .await
-            }
+            Ok(args) => run_shell_or_patch(ctx, call_id, args.command, args.options).await,
             Err(message) => Ok(message),
         },
         names::SHELL_COMMAND => match parse::<ShellCommandArgs>(arguments) {
             Ok(args) => {
                 let argv = vec!["bash".to_string(), "-lc".to_string(), args.command];
-                let escalation = escalation(args.sandbox_permissions, args.justification);
-                run_shell_or_patch(
-                    ctx,
-                    call_id,
-                    argv,
-                    args.workdir,
-                    args.timeout_ms,
-                    escalation,
-                )
-                .await
+                run_shell_or_patch(ctx, call_id, argv, args.options).await
             }
             Err(message) => Ok(message),
         },
@@ -85,11 +66,9 @@ async fn run_shell_or_patch(
     ctx: &TurnContext,
     call_id: &str,
     argv: Vec<String>,
-    workdir: Option<String>,
-    timeout_ms: Option<u64>,
-    escalation: Option<String>,
+    options: CommandOptions,
 ) -> Result<String, TurnStop> {
-    let cwd = resolve_workdir(ctx, workdir.as_deref());
+    let cwd = resolve_workdir(ctx, options.workdir.as_deref());
     if let Some(extracted) = deputy_apply_patch::extract_patch_from_argv(&argv) {
         let cwd = match extracted.workdir {
             Some(dir) => cwd.join(dir),
@@ -97,28 +76,23 @@ async fn run_shell_or_patch(
         };
         return patch::apply(ctx, call_id, &extracted.patch, cwd).await;
     }
+    let escalation = (options.sandbox_permissions == Some(SandboxPermissions::RequireEscalated))
+        .then(|| options.justification.unwrap_or_default());
+    let timeout = options.timeout_ms.map_or(
+        crate::exec::DEFAULT_TIMEOUT,
+        std::time::Duration::from_millis,
+    );
     shell::run(
         ctx,
         shell::ShellRequest {
             call_id,
             argv,
             cwd,
-            timeout: timeout_ms.map_or(
-                crate::exec::DEFAULT_TIMEOUT,
-                std::time::Duration::from_millis,
-            ),
+            timeout,
             escalation,
         },
     )
     .await
-}
-
-fn escalation(
-    permissions: Option<SandboxPermissions>,
-    justification: Option<String>,
-) -> Option<String> {
-    (permissions == Some(SandboxPermissions::RequireEscalated))
-        .then(|| justification.unwrap_or_default())
 }
 
 fn resolve_workdir(ctx: &TurnContext, workdir: Option<&str>) -> PathBuf {

@@ -12,18 +12,9 @@ use crate::client::ToolSpec;
 pub struct ShellArgs {
     /// The command to execute, as an argv array.
     pub command: Vec<String>,
-    /// The working directory to execute the command in.
-    #[serde(default)]
-    pub workdir: Option<String>,
-    /// The timeout for the command in milliseconds.
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-    /// Sandbox permissions for the command. Set to "require_escalated" to request running without sandbox restrictions; defaults to "use_default".
-    #[serde(default)]
-    pub sandbox_permissions: Option<SandboxPermissions>,
-    /// Only set if sandbox_permissions is "require_escalated": one sentence explaining why the command needs to run outside the sandbox.
-    #[serde(default)]
-    pub justification: Option<String>,
+    /// Where and how to run it.
+    #[serde(flatten)]
+    pub options: CommandOptions,
 }
 
 /// Arguments of `shell_command`.
@@ -31,6 +22,14 @@ pub struct ShellArgs {
 pub struct ShellCommandArgs {
     /// The shell script to execute with `bash -lc`.
     pub command: String,
+    /// Where and how to run it.
+    #[serde(flatten)]
+    pub options: CommandOptions,
+}
+
+/// The arguments both command tools share.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct CommandOptions {
     /// The working directory to execute the command in.
     #[serde(default)]
     pub workdir: Option<String>,
