@@ -79,9 +79,19 @@ fn codex_reply_after_a_server_restart_continues_with_the_saved_history() {
         .into_iter()
         .find(|n| n["params"]["msg"]["type"] == "session_configured")
         .expect("session_configured for the resumed thread");
-    assert_eq!(configured["params"]["msg"]["session_id"], thread_id.as_str());
-    assert_eq!(configured["params"]["_meta"]["threadId"], thread_id.as_str());
-    assert!(configured["params"]["msg"]["rollout_path"].as_str().is_some());
+    assert_eq!(
+        configured["params"]["msg"]["session_id"],
+        thread_id.as_str()
+    );
+    assert_eq!(
+        configured["params"]["_meta"]["threadId"],
+        thread_id.as_str()
+    );
+    assert!(
+        configured["params"]["msg"]["rollout_path"]
+            .as_str()
+            .is_some()
+    );
     stop(&second);
 
     let requests = requests(&model, 3);
