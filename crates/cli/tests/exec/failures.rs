@@ -1,6 +1,6 @@
 //! Things going wrong: model errors and retries, runaway commands, refused approvals.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deputy_test_support::{MockModelServer, MockResponse};
 use serde_json::json;
@@ -128,6 +128,11 @@ fn command_is_killed_at_its_timeout_with_its_whole_process_group() {
     let pid = std::fs::read_to_string(home.workspace().join("grandchild.pid"))
         .expect("the command wrote its background child's pid");
     let pid = pid.trim();
+    // The group was SIGKILLed; the kernel completes that asynchronously.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sleep_process_alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         !sleep_process_alive(pid),
         "background `sleep` (pid {pid}) survived the timeout"

@@ -55,12 +55,20 @@ async fn timeout_kills_the_whole_process_group() {
         .trim()
         .parse()
         .unwrap();
-    // The group was SIGKILLed before run_command returned; the zombie may
-    // linger until reaped by init, so check it is not running.
-    let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+    // SIGKILL was sent to the group before run_command returned; the kernel
+    // finishes the kill asynchronously, and the zombie may linger until init
+    // reaps it. Wait (bounded) for the process to stop running.
+    let gone = || {
+        let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        !pid_alive(grandchild) || state.contains(") Z") || state.contains(") X")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !gone() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(
-        !pid_alive(grandchild) || state.contains(") Z"),
-        "grandchild still running: {state}"
+        gone(),
+        "grandchild {grandchild} still running after its group was killed"
     );
 }
 
