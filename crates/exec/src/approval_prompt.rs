@@ -1,8 +1,10 @@
 //! Answering approval requests on the terminal, or refusing them without one.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::sync::OnceLock;
 
 use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ReviewDecision};
+use tokio::sync::mpsc;
 
 const NO_TTY_REASON: &str = "deputy exec has no terminal to ask for approval on; \
 pass `-a never` so that nothing asks (the sandbox mode alone then limits commands), \
@@ -44,33 +46,40 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
         );
         return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
     }
-    let answer = tokio::task::spawn_blocking(move || prompt_blocking(&question)).await;
-    answer.unwrap_or((
-        ReviewDecision::Denied,
-        Some("the approval prompt failed".to_string()),
-    ))
-}
-
-fn prompt_blocking(question: &str) -> (ReviewDecision, Option<String>) {
-    let stdin = std::io::stdin();
+    let mut lines = terminal_lines().lock().await;
     loop {
         let mut stderr = std::io::stderr();
         let _ = write!(stderr, "{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
         let _ = stderr.flush();
-        let mut line = String::new();
-        match stdin.lock().read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                return (
-                    ReviewDecision::Denied,
-                    Some("the terminal closed before an answer".into()),
-                );
-            }
-            Ok(_) => {}
-        }
+        let Some(line) = lines.recv().await else {
+            return (
+                ReviewDecision::Denied,
+                Some("the terminal closed before an answer".into()),
+            );
+        };
         if let Some(decision) = parse_answer(&line) {
             return (decision, None);
         }
     }
+}
+
+/// Lines typed on the terminal, read by one thread for the whole process. A
+/// question can then be abandoned (its task aborted when the turn ends or the
+/// request expires) without a blocked read stealing the next answer.
+fn terminal_lines() -> &'static tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
+    static LINES: OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::sync::Mutex::new(rx)
+    })
 }
 
 /// Maps a typed answer to a decision; `None` asks again.

@@ -68,24 +68,35 @@ pub async fn run_turn_on(
         })
     };
     let mut exit_code = 1;
+    // Questions run beside the event loop, so an approval that expires or a
+    // turn that ends (Ctrl-C) is never stuck behind an unanswered prompt.
+    let mut question: Option<tokio::task::JoinHandle<()>> = None;
     while let Some(event) = events.next().await {
         out.event(&event);
         match &event.msg {
             EventMsg::ExecApprovalRequest(req) => {
-                let (decision, reason) = approval_prompt::ask_exec(req).await;
-                thread.submit(Op::ExecApproval {
-                    id: req.call_id.clone(),
-                    decision,
-                    reason,
-                })?;
+                let (thread, req) = (thread.clone(), req.clone());
+                replace_question(&mut question, async move {
+                    let (decision, reason) = approval_prompt::ask_exec(&req).await;
+                    let id = req.call_id;
+                    let _ = thread.submit(Op::ExecApproval {
+                        id,
+                        decision,
+                        reason,
+                    });
+                });
             }
             EventMsg::ApplyPatchApprovalRequest(req) => {
-                let (decision, reason) = approval_prompt::ask_patch(req).await;
-                thread.submit(Op::PatchApproval {
-                    id: req.call_id.clone(),
-                    decision,
-                    reason,
-                })?;
+                let (thread, req) = (thread.clone(), req.clone());
+                replace_question(&mut question, async move {
+                    let (decision, reason) = approval_prompt::ask_patch(&req).await;
+                    let id = req.call_id;
+                    let _ = thread.submit(Op::PatchApproval {
+                        id,
+                        decision,
+                        reason,
+                    });
+                });
             }
             EventMsg::TaskComplete(done) => {
                 exit_code = 0;
@@ -96,9 +107,23 @@ pub async fn run_turn_on(
         }
     }
     interrupt.abort();
+    if let Some(question) = question {
+        question.abort();
+    }
     let _ = thread.submit(Op::Shutdown);
     thread.closed().await;
     Ok(exit_code)
+}
+
+/// Starts asking a new question; one still open belongs to a request the
+/// engine no longer waits for (it asks one at a time), so it is dropped.
+fn replace_question(
+    slot: &mut Option<tokio::task::JoinHandle<()>>,
+    ask: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    if let Some(stale) = slot.replace(tokio::spawn(ask)) {
+        stale.abort();
+    }
 }
 
 /// Where events go: JSON lines on stdout, or the human view on stderr.

@@ -7,11 +7,13 @@ use deputy_test_support::{MockModelServer, TestHome};
 use crate::common::{DEPUTY, exec, finish};
 use crate::harness::{model_output, say, shell};
 
-/// Runs argv[1:] with a pseudo-terminal as stdin and stderr, answers `y` to the first
-/// approval prompt, copies the terminal transcript to stderr and the child's stdout to
-/// stdout, and exits with the child's code.
+/// Runs argv[1:] with a pseudo-terminal as stdin and stderr, answers `$PTY_ANSWER`
+/// (default `y`; empty = never answer) to the first approval prompt, copies the
+/// terminal transcript to stderr and the child's stdout to stdout, and exits with the
+/// child's code.
 const PTY_DRIVER: &str = r#"
 import os, pty, select, subprocess, sys, time
+answer = os.environ.get("PTY_ANSWER", "y").encode()
 master, slave = pty.openpty()
 child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
 os.close(slave)
@@ -29,8 +31,8 @@ while time.time() < deadline:
     if not chunk:
         break
     transcript += chunk
-    if not answered and b"[y]es / [a]lways / [n]o / [q]uit" in transcript:
-        os.write(master, b"y\n")
+    if answer and not answered and b"[y]es / [a]lways / [n]o / [q]uit" in transcript:
+        os.write(master, answer + b"\n")
         answered = True
 else:
     child.kill()
@@ -65,16 +67,23 @@ fn exec_without_a_terminal_denies_and_says_how_to_run_without_approvals() {
     assert!(output.contains("-a never"), "{output}");
 }
 
-#[test]
-fn exec_on_a_terminal_asks_and_runs_the_command_on_yes() {
-    let has_pty = Command::new("python3")
+/// Whether python3's `pty` module is there to drive a terminal.
+fn has_pty() -> bool {
+    let available = Command::new("python3")
         .args(["-c", "import pty, select, subprocess"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|status| status.success());
-    if !has_pty {
+    if !available {
         eprintln!("skipping: python3 with the pty module is not available to drive a terminal");
+    }
+    available
+}
+
+#[test]
+fn exec_on_a_terminal_asks_and_runs_the_command_on_yes() {
+    if !has_pty() {
         return;
     }
     let (model, home) = scripted_home();
@@ -96,4 +105,32 @@ fn exec_on_a_terminal_asks_and_runs_the_command_on_yes() {
     assert_eq!(run.stdout.trim(), "finished");
     assert!(home.workspace().join("made.txt").exists());
     assert!(model_output(&model, "c1").starts_with("Exit code: 0\n"));
+}
+
+#[test]
+fn an_unanswered_question_on_a_terminal_expires_and_the_turn_goes_on() {
+    if !has_pty() {
+        return;
+    }
+    let (model, home) = scripted_home();
+    home.write_config(&format!(
+        "approval_timeout_sec = 1\n{}",
+        TestHome::default_config(&model.base_url())
+    ));
+
+    let mut command = home.command("python3");
+    command
+        .env("PTY_ANSWER", "")
+        .args(["-c", PTY_DRIVER, DEPUTY, "exec"])
+        .args(["-a", "untrusted", "-s", "danger-full-access", "make a file"])
+        .stdin(Stdio::null());
+    let started = std::time::Instant::now();
+    let run = finish(command);
+
+    run.assert_code(0);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(run.stdout.trim(), "finished");
+    assert!(!home.workspace().join("made.txt").exists());
+    let output = model_output(&model, "c1");
+    assert!(output.contains("within 1 s"), "{output}");
 }
