@@ -25,10 +25,7 @@ impl EventSink {
         if let Some(rollout) = &self.rollout {
             rollout.record_event(&msg);
         }
-        let _ = self.tx.send(Event {
-            id: id.to_string(),
-            msg,
-        });
+        self.deliver(id, msg);
     }
 
     /// Sends a turn-ending event once the rollout, that event included, is on
@@ -39,6 +36,10 @@ impl EventSink {
             // A failed sync is logged by the writer; the turn's result still goes out.
             let _ = rollout.sync().await;
         }
+        self.deliver(id, msg);
+    }
+
+    fn deliver(&self, id: &str, msg: EventMsg) {
         let _ = self.tx.send(Event {
             id: id.to_string(),
             msg,

@@ -175,11 +175,6 @@ impl ThreadManager {
         lock(&self.threads).get(id).cloned()
     }
 
-    /// Ids of every live thread.
-    pub fn thread_ids(&self) -> Vec<String> {
-        lock(&self.threads).keys().cloned().collect()
-    }
-
     /// Shuts every thread down: running turns are interrupted and their commands killed.
     /// Returns when every thread's loop has stopped.
     pub async fn shutdown_all(&self) {

@@ -95,16 +95,6 @@ impl SandboxPolicy {
             Self::WorkspaceWrite { .. } => SandboxMode::WorkspaceWrite,
         }
     }
-
-    /// Whether commands may reach the network.
-    pub fn has_network_access(&self) -> bool {
-        match self {
-            Self::DangerFullAccess => true,
-            Self::ReadOnly { network_access } | Self::WorkspaceWrite { network_access, .. } => {
-                *network_access
-            }
-        }
-    }
 }
 
 /// How the model is reached (`wire_api`).

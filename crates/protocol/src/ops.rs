@@ -73,10 +73,3 @@ pub enum ReviewDecision {
     /// Nobody answered in time; treated as denied.
     TimedOut,
 }
-
-impl ReviewDecision {
-    /// Whether the action may proceed.
-    pub fn is_approved(self) -> bool {
-        matches!(self, Self::Approved | Self::ApprovedForSession)
-    }
-}
