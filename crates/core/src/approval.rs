@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use deputy_protocol::ReviewDecision;
+use deputy_protocol::{ReviewDecision, SandboxMode};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -19,11 +19,24 @@ pub struct Answer {
     pub reason: Option<String>,
 }
 
+/// What a session-wide command approval covers: the same argv, run in the same directory,
+/// under the same sandbox mode. The same argv elsewhere (another `workdir`) is a different
+/// request and asks again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CommandApproval {
+    /// The argv as the model asked for it.
+    pub argv: Vec<String>,
+    /// Where it runs.
+    pub cwd: PathBuf,
+    /// The session's sandbox mode when it was approved.
+    pub sandbox_mode: SandboxMode,
+}
+
 /// Pending approval requests of one thread and its session-wide approvals.
 #[derive(Debug)]
 pub struct ApprovalGate {
     pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
-    approved_commands: Mutex<HashSet<Vec<String>>>,
+    approved_commands: Mutex<HashSet<CommandApproval>>,
     approved_files: Mutex<HashSet<PathBuf>>,
     timeout: Duration,
 }
@@ -63,14 +76,14 @@ impl ApprovalGate {
         lock(&self.pending).clear();
     }
 
-    /// Whether this argv was approved for the session.
-    pub fn command_approved_for_session(&self, argv: &[String]) -> bool {
-        lock(&self.approved_commands).contains(argv)
+    /// Whether this command was approved for the session.
+    pub fn command_approved_for_session(&self, command: &CommandApproval) -> bool {
+        lock(&self.approved_commands).contains(command)
     }
 
-    /// Remembers an argv approved for the session.
-    pub fn approve_command_for_session(&self, argv: Vec<String>) {
-        lock(&self.approved_commands).insert(argv);
+    /// Remembers a command approved for the session.
+    pub fn approve_command_for_session(&self, command: CommandApproval) {
+        lock(&self.approved_commands).insert(command);
     }
 
     /// Whether every one of these files was approved for the session.
@@ -173,12 +186,27 @@ mod tests {
         assert!(outcome.is_err(), "the wait answered {outcome:?}");
     }
 
+    fn command(argv: &[&str], cwd: &str, sandbox_mode: SandboxMode) -> CommandApproval {
+        CommandApproval {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            cwd: PathBuf::from(cwd),
+            sandbox_mode,
+        }
+    }
+
     #[test]
-    fn session_approvals_match_exact_argv_and_all_files() {
+    fn session_approvals_match_argv_cwd_and_sandbox_mode_and_all_files() {
         let gate = ApprovalGate::new(Duration::from_secs(1));
-        gate.approve_command_for_session(vec!["touch".into(), "a".into()]);
-        assert!(gate.command_approved_for_session(&["touch".into(), "a".into()]));
-        assert!(!gate.command_approved_for_session(&["touch".into(), "b".into()]));
+        let ws = SandboxMode::WorkspaceWrite;
+        gate.approve_command_for_session(command(&["touch", "a"], "/w", ws));
+        assert!(gate.command_approved_for_session(&command(&["touch", "a"], "/w", ws)));
+        assert!(!gate.command_approved_for_session(&command(&["touch", "b"], "/w", ws)));
+        assert!(!gate.command_approved_for_session(&command(&["touch", "a"], "/", ws)));
+        assert!(!gate.command_approved_for_session(&command(
+            &["touch", "a"],
+            "/w",
+            SandboxMode::ReadOnly
+        )));
         gate.approve_files_for_session([PathBuf::from("/w/a")]);
         assert!(gate.files_approved_for_session([PathBuf::from("/w/a")].iter()));
         assert!(

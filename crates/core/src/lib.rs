@@ -13,6 +13,7 @@ pub mod command_safety;
 pub mod config;
 mod event_sink;
 pub mod exec;
+pub mod exec_env;
 mod instructions;
 pub mod rollout;
 pub mod safety;

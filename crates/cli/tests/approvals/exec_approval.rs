@@ -149,6 +149,37 @@ fn approved_for_session_skips_the_question_for_the_same_argv_in_the_same_thread_
 }
 
 #[test]
+fn approved_for_session_does_not_cover_the_same_argv_in_another_workdir() {
+    let harness = Setup::new("untrusted", "danger-full-access").start();
+    std::fs::create_dir(harness.workspace().join("sub")).expect("mkdir sub");
+    let touch_in = |call_id: &str, workdir: &str| {
+        deputy_test_support::MockResponse::function_call_turn(
+            call_id,
+            "shell",
+            json!({"command": ["touch", "scoped.txt"], "workdir": workdir}),
+        )
+    };
+    harness.model.push_all([
+        touch_in("c1", "sub"),
+        // The same place spelled differently is the same approval.
+        touch_in("c2", "sub/../sub"),
+        touch_in("c3", "."),
+        say("done"),
+    ]);
+
+    let id = harness.codex("touch in two places");
+    harness.answer("c1", json!({"decision": "approved_for_session"}));
+    harness.answer("c3", json!({"decision": "denied"}));
+    assert_eq!(harness.result(id)["structuredContent"]["content"], "done");
+    assert_eq!(asked(&harness), ["c1", "c3"]);
+    assert!(harness.exists("sub/scoped.txt"));
+    assert!(
+        !harness.exists("scoped.txt"),
+        "the session approval for `sub` ran the command in the workspace root"
+    );
+}
+
+#[test]
 fn denied_command_does_not_run_and_the_model_is_told_while_the_turn_goes_on() {
     let harness = Setup::new("untrusted", "danger-full-access").start();
     harness

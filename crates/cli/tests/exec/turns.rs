@@ -4,7 +4,7 @@ use deputy_test_support::{MockModelServer, MockResponse, chat};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::{decode_base64, exec};
+use crate::common::{decode_base64, deputy, exec, finish};
 use crate::{
     HELLO_PATCH, all_requests, home_for, home_with_provider, items_of_type, json_lines, output_for,
 };
@@ -328,4 +328,42 @@ fn apply_patch_heredoc_in_shell_command_is_applied_as_a_patch() {
     );
     let requests = all_requests(&server, 2);
     assert!(output_for(&requests[1], "call-heredoc").contains("hello.py"));
+}
+
+#[test]
+fn commands_do_not_see_secret_looking_variables_but_keep_the_rest() {
+    let server = MockModelServer::start();
+    server.push_all([
+        MockResponse::function_call_turn("call-env", "shell", json!({"command": ["env"]})),
+        MockResponse::text_turn("listed"),
+    ]);
+    let home = home_for(&server);
+    home.append_config(
+        "[shell_environment_policy]\nexclude = [\"DEPUTY_TEST_DROP_*\"]\nset = { DEPUTY_TEST_SET = \"from-config\" }\n",
+    );
+
+    let mut command = deputy(&home, &["exec", "-s", "danger-full-access", "list the env"]);
+    command
+        .env("OPENAI_API_KEY", "sk-must-not-leak")
+        .env("MY_SERVICE_TOKEN", "token-must-not-leak")
+        .env("aws_secret_access_key", "secret-must-not-leak")
+        .env("DEPUTY_TEST_DROP_ME", "excluded-by-pattern")
+        .env("DEPUTY_TEST_KEEP", "kept-value");
+    let run = finish(command);
+
+    run.assert_code(0);
+    let requests = all_requests(&server, 2);
+    let output = output_for(&requests[1], "call-env");
+    for leaked in ["must-not-leak", "excluded-by-pattern"] {
+        assert!(
+            !output.contains(leaked),
+            "{leaked} reached the command:\n{output}"
+        );
+    }
+    assert!(output.contains("DEPUTY_TEST_KEEP=kept-value"), "{output}");
+    assert!(output.contains("DEPUTY_TEST_SET=from-config"), "{output}");
+    assert!(
+        output.contains("\nPATH=") || output.starts_with("PATH="),
+        "{output}"
+    );
 }

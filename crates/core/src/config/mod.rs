@@ -15,6 +15,8 @@ use std::time::Duration;
 use deputy_protocol::{AskForApproval, SandboxMode, SandboxPolicy};
 use serde::Deserialize;
 
+use crate::exec_env::ShellEnvironmentPolicy;
+
 pub use overrides::{json_to_toml, parse_cli_override};
 pub use provider::{ModelProviderInfo, built_in_providers};
 
@@ -95,6 +97,8 @@ struct ConfigToml {
     #[serde(default)]
     sandbox_workspace_write: SandboxWorkspaceWrite,
     #[serde(default)]
+    shell_environment_policy: ShellEnvironmentPolicy,
+    #[serde(default)]
     model_providers: BTreeMap<String, ModelProviderInfo>,
     #[serde(default)]
     #[expect(dead_code, reason = "declared for key validation only")]
@@ -141,6 +145,8 @@ pub struct Config {
     pub sandbox_mode: SandboxMode,
     /// `[sandbox_workspace_write]`.
     pub sandbox_workspace_write: SandboxWorkspaceWrite,
+    /// `[shell_environment_policy]`: the environment commands start with.
+    pub shell_environment_policy: ShellEnvironmentPolicy,
     /// Working directory of the thread (absolute, existing).
     pub cwd: PathBuf,
     /// Replaces deputy's built-in instructions when set.
@@ -309,6 +315,7 @@ impl ConfigLayers {
                 .unwrap_or_default(),
             sandbox_mode: o.sandbox_mode.or(toml.sandbox_mode).unwrap_or_default(),
             sandbox_workspace_write: toml.sandbox_workspace_write,
+            shell_environment_policy: toml.shell_environment_policy,
             cwd,
             base_instructions: o.base_instructions.clone().or(toml.base_instructions),
             developer_instructions: o

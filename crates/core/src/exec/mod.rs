@@ -36,7 +36,7 @@ pub struct ExecRequest {
     pub cwd: PathBuf,
     /// Kill the process group after this long.
     pub timeout: Duration,
-    /// Extra environment variables.
+    /// The command's whole environment (nothing else is inherited from deputy).
     pub env: Vec<(String, String)>,
 }
 
@@ -121,6 +121,7 @@ pub async fn run_command(
     command
         .args(args)
         .current_dir(&req.cwd)
+        .env_clear()
         .envs(req.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -8,6 +8,7 @@ use deputy_protocol::{
     ExecCommandOutputDeltaEvent, ReviewDecision, WarningEvent,
 };
 
+use crate::approval::CommandApproval;
 use crate::command_safety::{is_known_safe_command, parse_command};
 use crate::exec::{ExecError, ExecRequest, format_exec_output, run_command};
 use crate::safety::{ExecAssessment, ExecRequestFacts, assess_exec, offer_unsandboxed_retry};
@@ -36,7 +37,7 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
         approved_for_session: ctx
             .session
             .approvals
-            .command_approved_for_session(&req.argv),
+            .command_approved_for_session(&session_approval(config, &req)),
         sandbox_available: sandbox.as_ref().map(|_| ()).map_err(String::as_str),
     });
     let sandboxed = match assessment {
@@ -90,7 +91,7 @@ async fn ask(
         ReviewDecision::ApprovedForSession => {
             ctx.session
                 .approvals
-                .approve_command_for_session(req.argv.clone());
+                .approve_command_for_session(session_approval(&ctx.session.config, req));
             Ok(None)
         }
         ReviewDecision::Abort => Err(TurnStop::Aborted),
@@ -106,6 +107,16 @@ async fn ask(
             };
             Ok(Some(text))
         }
+    }
+}
+
+/// What an `approved_for_session` answer to this request covers.
+fn session_approval(config: &crate::config::Config, req: &ShellRequest<'_>) -> CommandApproval {
+    CommandApproval {
+        argv: req.argv.clone(),
+        // The same directory reached through another spelling (`sub/..`, a symlink) is the same place.
+        cwd: req.cwd.canonicalize().unwrap_or_else(|_| req.cwd.clone()),
+        sandbox_mode: config.sandbox_mode,
     }
 }
 
@@ -137,7 +148,7 @@ async fn execute(ctx: &TurnContext, req: &ShellRequest<'_>, sandboxed: bool) -> 
                 argv,
                 cwd: req.cwd.clone(),
                 timeout: req.timeout,
-                env: Vec::new(),
+                env: config.shell_environment_policy.environment(),
             };
             run_command(&exec_req, &ctx.cancel, |stream, chunk| {
                 ctx.emit(EventMsg::ExecCommandOutputDelta(
