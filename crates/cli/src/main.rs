@@ -211,7 +211,7 @@ fn run_exec(mut layers: ConfigLayers, args: ExecArgs) -> anyhow::Result<i32> {
     let config = layers.load()?;
     runtime()?.block_on(async {
         log_sandbox_support();
-        let manager = ThreadManager::new(launcher()).with_session_source(SessionSource::Exec);
+        let manager = ThreadManager::new(launcher(), SessionSource::Exec);
         deputy_exec::run_exec(&manager, config, deputy_exec::ExecOptions { prompt, json }).await
     })
 }
@@ -246,13 +246,11 @@ fn run_exec_resume(
     layers.overrides = overrides(flags);
     runtime()?.block_on(async {
         log_sandbox_support();
-        let manager = ThreadManager::new(launcher()).with_session_source(SessionSource::Exec);
-        let (thread, configured) = manager.resume_thread(&id, &layers)?;
-        let warnings = thread.config().warnings.clone();
+        let manager = ThreadManager::new(launcher(), SessionSource::Exec);
+        let (thread, resumed_after) = manager.resume_thread(&id, &layers)?;
         deputy_exec::run_turn_on(
             thread,
-            configured,
-            warnings,
+            Some(resumed_after),
             deputy_exec::ExecOptions { prompt, json },
         )
         .await

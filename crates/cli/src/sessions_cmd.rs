@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use deputy_core::rollout::{RolloutItem, find_rollout, list_sessions, read_rollout};
-use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason};
+use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, legacy_events};
 
 /// Lines of a tool's output shown by `sessions show`; the rest is counted.
 const OUTPUT_LINES: usize = 20;
@@ -66,17 +66,47 @@ fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {
             out.push_str(&format!("\n── turn {turn} ──\n"));
         }
         RolloutItem::ResponseItem(item) => render_item(item, out),
-        RolloutItem::EventMsg(EventMsg::TurnAborted(aborted)) => {
+        RolloutItem::Event(event) => {
+            for legacy in legacy_events(event) {
+                render_event(&legacy.msg, out);
+            }
+        }
+        RolloutItem::EventMsg(msg) => render_event(msg, out),
+    }
+}
+
+/// The turn endings worth showing; messages and commands come from the history items.
+fn render_event(msg: &EventMsg, out: &mut String) {
+    match msg {
+        EventMsg::TurnAborted(aborted) => {
             let why = match aborted.reason {
                 TurnAbortReason::Interrupted => "interrupted",
                 TurnAbortReason::Aborted => "aborted by the user",
             };
             out.push_str(&format!("(turn stopped: {why})\n"));
         }
-        RolloutItem::EventMsg(EventMsg::Error(error)) => {
-            labelled(out, "error", &error.message);
-        }
-        RolloutItem::EventMsg(_) => {}
+        EventMsg::Error(error) => labelled(out, "error", &error.message),
+        EventMsg::SessionConfigured(_)
+        | EventMsg::TaskStarted(_)
+        | EventMsg::UserMessage(_)
+        | EventMsg::AgentMessageDelta(_)
+        | EventMsg::AgentMessage(_)
+        | EventMsg::AgentReasoningDelta(_)
+        | EventMsg::AgentReasoning(_)
+        | EventMsg::ExecCommandBegin(_)
+        | EventMsg::ExecCommandOutputDelta(_)
+        | EventMsg::ExecCommandEnd(_)
+        | EventMsg::ExecApprovalRequest(_)
+        | EventMsg::ApplyPatchApprovalRequest(_)
+        | EventMsg::PatchApplyBegin(_)
+        | EventMsg::PatchApplyEnd(_)
+        | EventMsg::TurnDiff(_)
+        | EventMsg::PlanUpdate(_)
+        | EventMsg::TokenCount(_)
+        | EventMsg::StreamError(_)
+        | EventMsg::Warning(_)
+        | EventMsg::TaskComplete(_)
+        | EventMsg::ShutdownComplete => {}
     }
 }
 

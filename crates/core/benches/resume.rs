@@ -1,5 +1,5 @@
 //! How long resuming a long session takes: a 10,000-record rollout of realistic
-//! turns (messages, reasoning, tool calls with outputs of a few KiB, events) is
+//! turns (messages, reasoning, tool calls with outputs of a few KiB, item events) is
 //! written once, then loaded repeatedly — first the file alone (`load_rollout`:
 //! read, parse, rebuild the history), then a whole `ThreadManager::resume_thread`
 //! (lock, load, configuration, a live thread). Prints min/median/max.
@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use deputy_core::ThreadManager;
 use deputy_core::config::ConfigLayers;
-use deputy_core::rollout::{RolloutRecorder, SessionMeta, load_rollout};
+use deputy_core::rollout::{RolloutRecorder, SessionMeta, SessionSource, load_rollout};
 use deputy_protocol::{
-    AgentMessageEvent, EventMsg, ReasoningSummary, ResponseItem, TaskCompleteEvent,
-    TaskStartedEvent, TokenCountEvent, TokenUsage, TokenUsageInfo, UserMessageEvent,
+    AgentMessageItem, CommandExecutionItem, CommandExecutionStatus, ItemEvent, ReasoningItem,
+    ReasoningSummary, ResponseItem, TaskCompleteEvent, TaskStartedEvent, ThreadEvent,
+    ThreadEventMsg, ThreadItem, TokenCountEvent, TokenUsage, TokenUsageInfo, UserMessageItem,
 };
 
 const RECORDS: usize = 10_000;
@@ -58,11 +59,11 @@ async fn run() {
 
     let mut resume = Vec::new();
     for _ in 0..ITERATIONS {
-        let manager = ThreadManager::new(None);
+        let manager = ThreadManager::new(None, SessionSource::Exec);
         let start = Instant::now();
-        let (_, configured) = manager.resume_thread(&id, &layers).expect("resume");
+        let (thread, _) = manager.resume_thread(&id, &layers).expect("resume");
         resume.push(start.elapsed());
-        assert_eq!(configured.history_entry_count, history_len);
+        assert!(thread.last_seq() > 0);
         manager.shutdown_all().await;
     }
     report("ThreadManager::resume_thread", &mut resume);
@@ -80,7 +81,8 @@ fn report(what: &str, samples: &mut [Duration]) {
     );
 }
 
-/// Writes a session of whole turns until it holds [`RECORDS`] records.
+/// Writes a session of whole turns, as the engine records them (history items and
+/// every non-delta event), until it holds [`RECORDS`] records.
 async fn write_session(layers: &ConfigLayers) -> (String, std::path::PathBuf, usize) {
     let config = layers.load().expect("config");
     let id = uuid::Uuid::now_v7().to_string();
@@ -91,50 +93,103 @@ async fn write_session(layers: &ConfigLayers) -> (String, std::path::PathBuf, us
     let mut records = 2;
     let mut history = 1;
     let mut turn = 0;
+    let mut seq = 0;
     let mut usage = TokenUsage::default();
     while records < RECORDS {
         turn += 1;
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        let mut event = |msg: ThreadEventMsg| {
+            seq += 1;
+            recorder.record_event(&ThreadEvent {
+                seq,
+                thread_id: id.clone(),
+                turn_id: Some(turn_id.clone()),
+                submission_id: turn.to_string(),
+                msg,
+            });
+        };
+        let item = |item: ThreadItem| ItemEvent { item };
         let prompt = filler(rng.usize(40..400));
-        let event = |msg: EventMsg| recorder.record_event(&msg);
         recorder.record_turn_context(deputy_core::rollout::TurnContextRecord::new(
-            &turn.to_string(),
-            &config,
+            &turn_id, &config,
         ));
-        event(EventMsg::TaskStarted(TaskStartedEvent {
-            turn_id: turn.to_string(),
+        event(ThreadEventMsg::TurnStarted(TaskStartedEvent {
+            turn_id: turn_id.clone(),
             model_context_window: Some(272_000),
         }));
-        event(EventMsg::UserMessage(UserMessageEvent {
-            message: prompt.clone(),
-        }));
+        let user = ThreadItem::UserMessage(UserMessageItem {
+            id: uuid::Uuid::now_v7().to_string(),
+            text: prompt.clone(),
+        });
+        event(ThreadEventMsg::ItemStarted(item(user.clone())));
+        event(ThreadEventMsg::ItemCompleted(item(user)));
         recorder.record_items([&ResponseItem::user_text(prompt)]);
-        records += 4;
+        records += 5;
         history += 1;
         for call in 0..rng.usize(1..6) {
+            let summary = filler(rng.usize(100..400));
             let reasoning = ResponseItem::Reasoning {
                 id: format!("rs_{turn}_{call}"),
                 summary: vec![ReasoningSummary::SummaryText {
-                    text: filler(rng.usize(100..400)),
+                    text: summary.clone(),
                 }],
                 encrypted_content: Some(filler(rng.usize(500..1500))),
             };
             let call_id = format!("call_{turn}_{call}");
+            let argv = vec![
+                "bash".to_string(),
+                "-lc".to_string(),
+                format!("rg -n {} src/", filler(rng.usize(10..80))),
+            ];
             let function_call = ResponseItem::FunctionCall {
                 id: None,
                 name: "shell".into(),
-                arguments: format!(
-                    r#"{{"command":["bash","-lc","rg -n {} src/"]}}"#,
-                    filler(rng.usize(10..80))
-                ),
+                arguments: serde_json::json!({ "command": argv }).to_string(),
                 call_id: call_id.clone(),
             };
+            let printed = filler(rng.usize(200..4000));
+            let formatted = format!("Exit code: 0\nWall time: 0.2 seconds\nOutput:\n{printed}");
             let output = ResponseItem::FunctionCallOutput {
-                call_id,
-                output: format!(
-                    "Exit code: 0\nWall time: 0.2 seconds\nOutput:\n{}",
-                    filler(rng.usize(200..4000))
-                ),
+                call_id: call_id.clone(),
+                output: formatted.clone(),
             };
+            let reasoning_item = ThreadItem::Reasoning(ReasoningItem {
+                id: uuid::Uuid::now_v7().to_string(),
+                text: summary,
+            });
+            event(ThreadEventMsg::ItemStarted(item(reasoning_item.clone())));
+            event(ThreadEventMsg::ItemCompleted(item(reasoning_item)));
+            let mut command = CommandExecutionItem {
+                id: uuid::Uuid::now_v7().to_string(),
+                call_id,
+                command: argv,
+                cwd: config.cwd.clone(),
+                parsed_cmd: Vec::new(),
+                status: CommandExecutionStatus::InProgress,
+                started: false,
+                exit_code: None,
+                stdout: String::new(),
+                stderr: String::new(),
+                aggregated_output: String::new(),
+                duration: None,
+                formatted_output: String::new(),
+            };
+            event(ThreadEventMsg::ItemStarted(item(
+                ThreadItem::CommandExecution(command.clone()),
+            )));
+            command.started = true;
+            event(ThreadEventMsg::ItemUpdated(item(
+                ThreadItem::CommandExecution(command.clone()),
+            )));
+            command.status = CommandExecutionStatus::Completed;
+            command.exit_code = Some(0);
+            command.stdout = printed.clone();
+            command.aggregated_output = printed;
+            command.duration = Some(Duration::from_millis(200));
+            command.formatted_output = formatted;
+            event(ThreadEventMsg::ItemCompleted(item(
+                ThreadItem::CommandExecution(command),
+            )));
             recorder.record_items([&reasoning, &function_call, &output]);
             usage.add(&TokenUsage {
                 input_tokens: 5000,
@@ -143,20 +198,23 @@ async fn write_session(layers: &ConfigLayers) -> (String, std::path::PathBuf, us
                 ..TokenUsage::default()
             });
             event(token_count(usage));
-            records += 4;
+            records += 9;
             history += 3;
         }
         let answer = filler(rng.usize(100..800));
         recorder.record_items([&ResponseItem::assistant_text(answer.clone())]);
-        event(EventMsg::AgentMessage(AgentMessageEvent {
-            message: answer.clone(),
-        }));
+        let message = ThreadItem::AgentMessage(AgentMessageItem {
+            id: uuid::Uuid::now_v7().to_string(),
+            text: answer.clone(),
+        });
+        event(ThreadEventMsg::ItemStarted(item(message.clone())));
+        event(ThreadEventMsg::ItemCompleted(item(message)));
         event(token_count(usage));
-        event(EventMsg::TaskComplete(TaskCompleteEvent {
-            turn_id: turn.to_string(),
+        event(ThreadEventMsg::TurnComplete(TaskCompleteEvent {
+            turn_id: turn_id.clone(),
             last_agent_message: Some(answer),
         }));
-        records += 4;
+        records += 5;
         history += 1;
     }
     let path = recorder.path().to_path_buf();
@@ -164,8 +222,8 @@ async fn write_session(layers: &ConfigLayers) -> (String, std::path::PathBuf, us
     (id, path, history)
 }
 
-fn token_count(total: TokenUsage) -> EventMsg {
-    EventMsg::TokenCount(TokenCountEvent {
+fn token_count(total: TokenUsage) -> ThreadEventMsg {
+    ThreadEventMsg::TokenCount(TokenCountEvent {
         info: Some(TokenUsageInfo {
             total_token_usage: total,
             last_token_usage: total,

@@ -1,10 +1,9 @@
-//! Waiting for a user's decision: one pending answer per tool call, a timeout,
+//! Waiting for a user's decision: one pending answer per tool call,
 //! and what the user approved for the rest of the session.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use deputy_protocol::{ReviewDecision, SandboxMode};
 use tokio::sync::oneshot;
@@ -33,23 +32,20 @@ pub struct CommandApproval {
 }
 
 /// Pending approval requests of one thread and its session-wide approvals.
-#[derive(Debug)]
+///
+/// The gate itself waits as long as it takes: the approval timeout is the front-door
+/// driver's, started when the question actually reaches someone (see `crate::driver`).
+#[derive(Debug, Default)]
 pub struct ApprovalGate {
     pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     approved_commands: Mutex<HashSet<CommandApproval>>,
     approved_files: Mutex<HashSet<PathBuf>>,
-    timeout: Duration,
 }
 
 impl ApprovalGate {
-    /// A gate whose requests count as denied after `timeout`.
-    pub fn new(timeout: Duration) -> Self {
-        Self {
-            pending: Mutex::default(),
-            approved_commands: Mutex::default(),
-            approved_files: Mutex::default(),
-            timeout,
-        }
+    /// A gate with nothing pending or approved.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Registers a request under `call_id`; await the returned [`PendingApproval`]
@@ -57,10 +53,7 @@ impl ApprovalGate {
     pub fn register(&self, call_id: &str) -> PendingApproval {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(call_id.to_string(), tx);
-        PendingApproval {
-            rx,
-            timeout: self.timeout,
-        }
+        PendingApproval { rx }
     }
 
     /// Delivers an answer; false when nothing waits under that id (late or unknown).
@@ -105,29 +98,20 @@ impl ApprovalGate {
 #[derive(Debug)]
 pub struct PendingApproval {
     rx: oneshot::Receiver<Answer>,
-    timeout: Duration,
 }
 
 impl PendingApproval {
-    /// Waits for the answer. No answer in time → `TimedOut` with a reason.
+    /// Waits for the answer.
     ///
     /// Once `cancel` fires this never resolves: the turn's owner stops the turn and
     /// drops the wait, reporting an interruption. Answering `Abort` here instead would
     /// race that owner and could report the client's interrupt as the user's `abort`.
     pub async fn wait(self, cancel: &CancellationToken) -> Answer {
-        let timeout = self.timeout;
         tokio::select! {
             answer = self.rx => answer.unwrap_or(Answer {
                 decision: ReviewDecision::Denied,
                 reason: Some("the approval request was dropped before it was answered".into()),
             }),
-            () = tokio::time::sleep(timeout) => Answer {
-                decision: ReviewDecision::TimedOut,
-                reason: Some(format!(
-                    "no answer to the approval request within {} s",
-                    timeout.as_secs()
-                )),
-            },
             () = cancel.cancelled() => std::future::pending().await,
         }
     }
@@ -143,11 +127,13 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[tokio::test]
     async fn answer_reaches_the_waiter() {
-        let gate = ApprovalGate::new(Duration::from_secs(5));
+        let gate = ApprovalGate::new();
         let pending = gate.register("c1");
         assert!(gate.resolve(
             "c1",
@@ -168,20 +154,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn no_answer_times_out_with_a_reason() {
-        let gate = ApprovalGate::new(Duration::from_millis(20));
-        let answer = gate.register("c1").wait(&CancellationToken::new()).await;
-        assert_eq!(answer.decision, ReviewDecision::TimedOut);
-        assert!(answer.reason.unwrap().contains("within"));
-    }
-
-    #[tokio::test]
-    async fn cancellation_leaves_the_ending_to_the_turn_and_stops_the_timeout() {
-        let gate = ApprovalGate::new(Duration::from_millis(20));
+    async fn cancellation_leaves_the_ending_to_the_turn() {
+        let gate = ApprovalGate::new();
         let cancel = CancellationToken::new();
         cancel.cancel();
         let wait = gate.register("c1").wait(&cancel);
-        // Ten times the approval timeout: neither an abort nor a timeout is made up.
+        // Neither an abort nor any other answer is made up.
         let outcome = tokio::time::timeout(Duration::from_millis(200), wait).await;
         assert!(outcome.is_err(), "the wait answered {outcome:?}");
     }
@@ -196,7 +174,7 @@ mod tests {
 
     #[test]
     fn session_approvals_match_argv_cwd_and_sandbox_mode_and_all_files() {
-        let gate = ApprovalGate::new(Duration::from_secs(1));
+        let gate = ApprovalGate::new();
         let ws = SandboxMode::WorkspaceWrite;
         gate.approve_command_for_session(command(&["touch", "a"], "/w", ws));
         assert!(gate.command_approved_for_session(&command(&["touch", "a"], "/w", ws)));

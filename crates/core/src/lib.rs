@@ -1,9 +1,11 @@
 //! deputy's agent engine.
 //!
 //! A [`ThreadManager`] starts [`Thread`]s from a [`config::Config`]. A front
-//! door submits ops to a thread and reads its events; the engine talks to the
-//! model, runs tools under the approval and sandbox policies, and reports
-//! everything as [`deputy_protocol::EventMsg`]s.
+//! door submits ops to a thread and subscribes to its event log; the engine talks
+//! to the model, runs tools under the approval and sandbox policies, and reports
+//! everything as numbered [`deputy_protocol::ThreadEvent`]s about items. Front doors
+//! run turns through [`driver::drive_turn`], which routes approvals to their
+//! [`driver::Approver`].
 //!
 //! Architecture invariant: this crate knows nothing of MCP, JSON-RPC or stdio.
 
@@ -11,7 +13,8 @@ pub mod approval;
 pub mod client;
 pub mod command_safety;
 pub mod config;
-mod event_sink;
+pub mod driver;
+pub mod event_log;
 pub mod exec;
 pub mod exec_env;
 mod instructions;
@@ -23,5 +26,6 @@ mod thread_manager;
 pub mod tools;
 mod turn;
 
+pub use event_log::{Lagged, Subscription};
 pub use thread::{Thread, ThreadError, TurnEvents};
 pub use thread_manager::{ResumeError, StartError, ThreadManager};

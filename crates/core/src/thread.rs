@@ -1,27 +1,32 @@
 //! A thread: one conversation with the model, driven by ops, reporting events.
 //!
-//! The public [`Thread`] is a handle: it submits ops and lends out its event
-//! stream one turn at a time. The state lives in a [`Session`] owned by a
-//! submission loop task that stops when the handle is dropped.
+//! The public [`Thread`] is a handle: it submits ops, mints turn ids and hands out
+//! subscriptions to the thread's [`EventLog`]. The state lives in a [`Session`] owned
+//! by a submission loop task, which runs one turn at a time (later ones wait in a
+//! queue) and stops on shutdown or when every handle is gone.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use deputy_protocol::{Event, EventMsg, InputItem, Op, ResponseItem, Submission, TokenUsage};
-use tokio::sync::{OwnedMutexGuard, mpsc};
+use deputy_protocol::{
+    InputItem, Op, ResponseItem, Submission, ThreadEvent, ThreadEventMsg, TokenUsage,
+    TurnAbortReason, TurnAbortedEvent,
+};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Answer, ApprovalGate};
 use crate::client::ModelClient;
 use crate::config::Config;
-use crate::event_sink::EventSink;
+use crate::event_log::{EventLog, Subscription};
 use crate::rollout::{RolloutRecorder, TurnContextRecord};
 
 /// Why an op could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ThreadError {
-    /// A turn is already running on this thread.
+    /// A turn is already running on this thread (for front doors that refuse to queue).
     #[error("thread is busy: a turn is already running")]
     Busy,
     /// The thread has shut down.
@@ -35,7 +40,7 @@ pub struct Thread {
     id: String,
     config: Arc<Config>,
     submit_tx: mpsc::UnboundedSender<Submission>,
-    events: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Event>>>,
+    log: Arc<EventLog>,
     next_submission: AtomicU64,
 }
 
@@ -48,6 +53,26 @@ impl Thread {
     /// The configuration the thread runs with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Follows the thread's events after `after_seq` (0: from the start): replay, then live.
+    pub fn subscribe(&self, after_seq: u64) -> Subscription {
+        self.log.subscribe(after_seq)
+    }
+
+    /// The seq of the thread's newest event.
+    pub fn last_seq(&self) -> u64 {
+        self.log.last_seq()
+    }
+
+    /// The turn running now, if any (cleared exactly when its end event is delivered).
+    pub fn active_turn(&self) -> Option<String> {
+        self.log.active_turn()
+    }
+
+    /// Whether a turn is running or queued (until its end event is delivered).
+    pub fn is_busy(&self) -> bool {
+        self.log.open_turns() > 0
     }
 
     /// Sends an op under a fresh submission id, returned.
@@ -67,59 +92,113 @@ impl Thread {
             .map_err(|_| ThreadError::Closed)
     }
 
+    /// Queues a turn with `items` under `submission_id` and returns its new turn id.
+    /// It starts once the turns before it have ended.
+    pub fn submit_turn(
+        &self,
+        submission_id: String,
+        items: Vec<InputItem>,
+    ) -> Result<String, ThreadError> {
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        // Counted before it is sent, so it cannot end before it was counted.
+        self.log.turn_submitted();
+        let sent = self.submit_with_id(
+            submission_id,
+            Op::UserInput {
+                turn_id: turn_id.clone(),
+                items,
+            },
+        );
+        if sent.is_err() {
+            self.log.turn_withdrawn();
+        }
+        sent.map(|()| turn_id)
+    }
+
+    /// Stops turn `turn_id` if it is running or queued; a no-op once it has ended.
+    pub fn interrupt(&self, turn_id: &str) -> Result<(), ThreadError> {
+        self.submit(Op::Interrupt {
+            turn_id: turn_id.to_string(),
+        })
+        .map(|_| ())
+    }
+
     /// Resolves once the thread's loop has stopped (after shutdown).
     pub async fn closed(&self) {
         self.submit_tx.closed().await;
     }
 
-    /// Starts a turn and takes the thread's event stream until it ends.
-    /// Fails with [`ThreadError::Busy`] while another turn's events are being read.
+    /// Starts a turn with `text` and follows its events until it ends: a subscription
+    /// from the current end of the log, then the submission.
     pub fn start_turn(
-        self: &Arc<Self>,
+        &self,
         submission_id: String,
         text: String,
     ) -> Result<TurnEvents, ThreadError> {
-        let guard = self
-            .events
-            .clone()
-            .try_lock_owned()
-            .map_err(|_| ThreadError::Busy)?;
-        self.submit_with_id(
-            submission_id,
-            Op::UserInput {
-                items: vec![InputItem::Text { text }],
-            },
-        )?;
+        let events = self.subscribe(self.last_seq());
+        let turn_id = self.submit_turn(submission_id, vec![InputItem::Text { text }])?;
         Ok(TurnEvents {
-            events: guard,
+            turn_id,
+            events,
             done: false,
         })
     }
+
+    /// Whether nothing is going on: no turn running or queued, nobody subscribed.
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.is_busy() && self.log.subscriber_count() == 0
+    }
+
+    pub(crate) fn log(&self) -> &EventLog {
+        &self.log
+    }
 }
 
-/// The events of one turn, ending after `task_complete`, `turn_aborted` or `error`.
+/// The events of one turn, ending after its `turn_complete`, `turn_aborted` or `turn_failed`.
 #[derive(Debug)]
 pub struct TurnEvents {
-    events: OwnedMutexGuard<mpsc::UnboundedReceiver<Event>>,
+    turn_id: String,
+    events: Subscription,
     done: bool,
 }
 
 impl TurnEvents {
-    /// The next event of the turn; `None` after the turn-ending event or if the thread died.
-    pub async fn next(&mut self) -> Option<Event> {
-        if self.done {
-            return None;
+    /// The turn's id.
+    pub fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+
+    /// The next event of the turn (thread-level events included); `None` after the
+    /// turn-ending event or if the thread stopped.
+    pub async fn next(&mut self) -> Option<Arc<ThreadEvent>> {
+        while !self.done {
+            let event = match self.events.next().await {
+                Some(Ok(event)) => event,
+                // Fell behind: continue from where it stopped.
+                Some(Err(_)) => {
+                    self.events = self.events.resubscribe();
+                    continue;
+                }
+                None => {
+                    self.done = true;
+                    return None;
+                }
+            };
+            match event.turn_id.as_deref() {
+                Some(turn) if turn != self.turn_id => continue,
+                Some(_) => self.done = event.msg.ends_turn(),
+                None => {}
+            }
+            return Some(event);
         }
-        let event = self.events.recv().await;
-        self.done = event.as_ref().is_none_or(|e| e.msg.ends_turn());
-        event
+        None
     }
 }
 
 /// The state a thread's turns share.
 pub(crate) struct Session {
     pub(crate) config: Arc<Config>,
-    pub(crate) events: EventSink,
+    pub(crate) log: Arc<EventLog>,
     pub(crate) history: Mutex<Vec<ResponseItem>>,
     pub(crate) approvals: ApprovalGate,
     pub(crate) client: ModelClient,
@@ -180,85 +259,100 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// What a new thread's loop starts from.
+pub(crate) struct ThreadStart {
+    pub(crate) id: String,
+    pub(crate) config: Arc<Config>,
+    pub(crate) client: ModelClient,
+    pub(crate) history: Vec<ResponseItem>,
+    pub(crate) rollout: Option<RolloutRecorder>,
+    /// The seq the log continues from (1 for a new thread).
+    pub(crate) next_seq: u64,
+}
+
 /// Starts the submission loop for a session and returns the handle.
-pub(crate) fn spawn_thread(
-    id: String,
-    config: Arc<Config>,
-    client: ModelClient,
-    initial_history: Vec<ResponseItem>,
-    rollout: Option<RolloutRecorder>,
-) -> Arc<Thread> {
+pub(crate) fn spawn_thread(start: ThreadStart) -> Arc<Thread> {
     let (submit_tx, submit_rx) = mpsc::unbounded_channel();
-    let (event_tx, event_rx) = mpsc::unbounded_channel();
+    let log = Arc::new(EventLog::new(
+        start.id.clone(),
+        start.next_seq,
+        start.rollout.clone(),
+    ));
     let session = Arc::new(Session {
-        approvals: ApprovalGate::new(config.approval_timeout),
-        config: config.clone(),
-        events: EventSink::new(event_tx, rollout.clone()),
-        history: Mutex::new(initial_history),
-        client,
+        approvals: ApprovalGate::new(),
+        config: start.config.clone(),
+        log: log.clone(),
+        history: Mutex::new(start.history),
+        client: start.client,
         total_usage: Mutex::default(),
-        rollout,
+        rollout: start.rollout,
     });
     tokio::spawn(submission_loop(session, submit_rx));
     Arc::new(Thread {
-        id,
-        config,
+        id: start.id,
+        config: start.config,
         submit_tx,
-        events: Arc::new(tokio::sync::Mutex::new(event_rx)),
+        log,
         next_submission: AtomicU64::new(1),
     })
 }
 
-/// How long a new turn waits for the previous one to finish before the thread counts as busy.
-const TURN_FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
 struct RunningTurn {
+    turn_id: String,
     cancel: CancellationToken,
     handle: JoinHandle<()>,
 }
 
-/// Routes ops until shutdown or until every handle is gone (the channel
-/// closes), then stops any running turn.
+struct QueuedTurn {
+    turn_id: String,
+    submission_id: String,
+    items: Vec<InputItem>,
+}
+
+/// Routes ops until shutdown or until every handle is gone (the channel closes),
+/// running one turn at a time, then stops any running turn.
 async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver<Submission>) {
     let mut running: Option<RunningTurn> = None;
-    while let Some(Submission { id, op }) = ops.recv().await {
-        if running.as_ref().is_some_and(|r| r.handle.is_finished()) {
-            running = None;
-        }
-        match op {
-            Op::UserInput { items } => {
-                // Front doors start turns only after reading the previous turn's
-                // end event, which is the last thing a turn does: a turn still
-                // registered here is finishing, so let it finish.
-                if let Some(turn) = running.take_if(|turn| !turn.handle.is_finished()) {
-                    let mut handle = turn.handle;
-                    if tokio::time::timeout(TURN_FINISH_GRACE, &mut handle)
-                        .await
-                        .is_err()
-                    {
-                        running = Some(RunningTurn {
-                            cancel: turn.cancel,
-                            handle,
-                        });
-                    }
+    let mut queue: VecDeque<QueuedTurn> = VecDeque::new();
+    loop {
+        let finished = async {
+            match running.as_mut() {
+                Some(turn) => {
+                    let _ = (&mut turn.handle).await;
                 }
-                if running.as_ref().is_some_and(|r| !r.handle.is_finished()) {
-                    session.events.send(
-                        &id,
-                        EventMsg::Error(deputy_protocol::ErrorEvent {
-                            message: ThreadError::Busy.to_string(),
-                        }),
-                    );
-                    continue;
-                }
-                let cancel = CancellationToken::new();
-                let handle =
-                    tokio::spawn(supervise_turn(session.clone(), id, items, cancel.clone()));
-                running = Some(RunningTurn { cancel, handle });
+                None => std::future::pending().await,
             }
-            Op::Interrupt => {
-                if let Some(turn) = &running {
+        };
+        let submission = tokio::select! {
+            () = finished => {
+                running = queue.pop_front().map(|next| start_turn(&session, next));
+                continue;
+            }
+            submission = ops.recv() => submission,
+        };
+        let Some(Submission { id, op }) = submission else {
+            break;
+        };
+        match op {
+            Op::UserInput { turn_id, items } => {
+                let turn = QueuedTurn {
+                    turn_id,
+                    submission_id: id,
+                    items,
+                };
+                if running.is_some() {
+                    queue.push_back(turn);
+                } else {
+                    running = Some(start_turn(&session, turn));
+                }
+            }
+            Op::Interrupt { turn_id } => {
+                if let Some(turn) = running.as_ref().filter(|t| t.turn_id == turn_id) {
                     turn.cancel.cancel();
+                } else if let Some(at) = queue.iter().position(|t| t.turn_id == turn_id)
+                    && let Some(dropped) = queue.remove(at)
+                {
+                    abort_queued(&session, dropped);
                 }
             }
             Op::ExecApproval {
@@ -279,43 +373,84 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                 }
             }
             Op::Shutdown => {
-                stop(running.take()).await;
+                stop(&session, running.take(), &mut queue).await;
                 session.close_rollout().await;
-                session.events.send(&id, EventMsg::ShutdownComplete);
+                session
+                    .log
+                    .publish(None, &id, ThreadEventMsg::ShutdownComplete);
+                session.log.close();
                 return;
             }
         }
     }
-    stop(running).await;
+    stop(&session, running, &mut queue).await;
     session.close_rollout().await;
+    session.log.close();
 }
 
-/// Runs a turn; if it panics, still ends it with an `error` event so no front
+fn start_turn(session: &Arc<Session>, turn: QueuedTurn) -> RunningTurn {
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(supervise_turn(
+        session.clone(),
+        turn.submission_id,
+        turn.turn_id.clone(),
+        turn.items,
+        cancel.clone(),
+    ));
+    RunningTurn {
+        turn_id: turn.turn_id,
+        cancel,
+        handle,
+    }
+}
+
+/// Ends a turn that never started, so whoever waits for it hears that it is over.
+fn abort_queued(session: &Session, turn: QueuedTurn) {
+    session.log.publish(
+        Some(&turn.turn_id),
+        &turn.submission_id,
+        ThreadEventMsg::TurnAborted(TurnAbortedEvent {
+            turn_id: turn.turn_id.clone(),
+            reason: TurnAbortReason::Interrupted,
+        }),
+    );
+}
+
+/// Runs a turn; if it panics, still ends it with a `turn_failed` event so no front
 /// door waits forever for a turn that is gone.
 async fn supervise_turn(
     session: Arc<Session>,
-    id: String,
-    items: Vec<deputy_protocol::InputItem>,
+    submission_id: String,
+    turn_id: String,
+    items: Vec<InputItem>,
     cancel: CancellationToken,
 ) {
     let turn = tokio::spawn(crate::turn::run_turn(
         session.clone(),
-        id.clone(),
+        submission_id.clone(),
+        turn_id.clone(),
         items,
         cancel,
     ));
     if let Err(err) = turn.await {
-        tracing::error!("turn {id} ended abnormally: {err}");
-        session.events.send(
-            &id,
-            EventMsg::Error(deputy_protocol::ErrorEvent {
-                message: format!("internal error: the turn ended abnormally ({err})"),
-            }),
-        );
+        tracing::error!("turn {turn_id} ended abnormally: {err}");
+        session
+            .log
+            .publish_durable(
+                Some(&turn_id),
+                &submission_id,
+                ThreadEventMsg::TurnFailed(deputy_protocol::ErrorEvent {
+                    message: format!("internal error: the turn ended abnormally ({err})"),
+                }),
+            )
+            .await;
     }
 }
 
-async fn stop(turn: Option<RunningTurn>) {
+async fn stop(session: &Session, turn: Option<RunningTurn>, queue: &mut VecDeque<QueuedTurn>) {
+    for queued in queue.drain(..) {
+        abort_queued(session, queued);
+    }
     if let Some(turn) = turn {
         turn.cancel.cancel();
         let _ = turn.handle.await;

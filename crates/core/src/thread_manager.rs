@@ -4,14 +4,15 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use deputy_protocol::{Op, SessionConfiguredEvent};
+use deputy_protocol::{Op, SessionConfiguredEvent, ThreadEventMsg, WarningEvent};
 
 use crate::client::{ModelClient, ModelError};
 use crate::config::{Config, ConfigError, ConfigLayers};
 use crate::instructions;
 use crate::rollout::{self, RolloutError, RolloutRecorder, SessionMeta, SessionSource};
-use crate::thread::{Thread, lock, spawn_thread};
+use crate::thread::{Thread, ThreadStart, lock, spawn_thread};
 
 /// Why a thread could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -68,38 +69,32 @@ impl From<RolloutError> for ResumeError {
 /// Owns every live thread of a process.
 #[derive(Debug)]
 pub struct ThreadManager {
-    threads: Mutex<HashMap<String, Arc<Thread>>>,
+    threads: Arc<Mutex<HashMap<String, Arc<Thread>>>>,
     /// Held while resuming, so that two callers resuming one thread get one thread.
     resuming: Mutex<()>,
     sandbox_launcher: Option<PathBuf>,
     source: SessionSource,
+    unloader: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl ThreadManager {
     /// A manager whose threads confine commands by re-executing `sandbox_launcher`
-    /// (deputy's own binary); `None` means sandboxed commands cannot run.
-    /// Its sessions are recorded as started by the MCP server unless
-    /// [`ThreadManager::with_session_source`] says otherwise.
-    pub fn new(sandbox_launcher: Option<PathBuf>) -> Self {
+    /// (deputy's own binary; `None` means sandboxed commands cannot run) and whose
+    /// sessions are recorded as started by `source` (the front door).
+    pub fn new(sandbox_launcher: Option<PathBuf>, source: SessionSource) -> Self {
         Self {
-            threads: Mutex::default(),
+            threads: Arc::default(),
             resuming: Mutex::default(),
             sandbox_launcher,
-            source: SessionSource::Mcp,
+            source,
+            unloader: Mutex::default(),
         }
     }
 
-    /// Records new sessions as started by `source`.
-    pub fn with_session_source(mut self, source: SessionSource) -> Self {
-        self.source = source;
-        self
-    }
-
-    /// Starts a new thread and creates its rollout. Must be called within a tokio runtime.
-    pub fn start_thread(
-        &self,
-        mut config: Config,
-    ) -> Result<(Arc<Thread>, SessionConfiguredEvent), StartError> {
+    /// Starts a new thread and creates its rollout. Its log opens with
+    /// `session_configured` and the configuration's warnings. Must be called within a
+    /// tokio runtime.
+    pub fn start_thread(&self, mut config: Config) -> Result<Arc<Thread>, StartError> {
         config.sandbox_launcher = self.sandbox_launcher.clone();
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -107,28 +102,31 @@ impl ThreadManager {
         let meta = SessionMeta::new(&id, &config, self.source);
         let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &history)?;
         let configured = configured_event(&id, &config, 0, recorder.path());
-        let thread = spawn_thread(
-            id.clone(),
-            Arc::new(config),
+        let thread = spawn_thread(ThreadStart {
+            id: id.clone(),
+            config: Arc::new(config),
             client,
             history,
-            Some(recorder),
-        );
-        lock(&self.threads).insert(id, thread.clone());
-        Ok((thread, configured))
+            rollout: Some(recorder),
+            next_seq: 1,
+        });
+        announce(&thread, configured);
+        self.insert(id, thread.clone());
+        Ok(thread)
     }
 
     /// Resumes thread `id` from its rollout under `layers.deputy_home`: the
     /// saved history exactly, and the saved cwd, model, provider, policies and
     /// instructions wherever `layers.overrides` leaves them unset (above
-    /// config.toml and `-c`, below per-call settings). Must be called within a
-    /// tokio runtime; fails with [`ResumeError::Locked`] when another process
-    /// has the thread open.
+    /// config.toml and `-c`, below per-call settings). Its log continues the saved
+    /// one with a new `session_configured`; returned with the seq before it.
+    /// Must be called within a tokio runtime; fails with [`ResumeError::Locked`] when
+    /// another process has the thread open.
     pub fn resume_thread(
         &self,
         id: &str,
         layers: &ConfigLayers,
-    ) -> Result<(Arc<Thread>, SessionConfiguredEvent), ResumeError> {
+    ) -> Result<(Arc<Thread>, u64), ResumeError> {
         let path = rollout::find_rollout(&layers.deputy_home, id)?;
         let (recorder, session) = RolloutRecorder::resume(&path)?;
         let mut config = saved_layers(layers, &session.meta).load()?;
@@ -140,25 +138,27 @@ impl ThreadManager {
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = session.meta.id;
         let configured = configured_event(&id, &config, session.history.len(), &path);
-        let thread = spawn_thread(
-            id.clone(),
-            Arc::new(config),
+        let thread = spawn_thread(ThreadStart {
+            id: id.clone(),
+            config: Arc::new(config),
             client,
-            session.history,
-            Some(recorder),
-        );
-        lock(&self.threads).insert(id, thread.clone());
-        Ok((thread, configured))
+            history: session.history,
+            rollout: Some(recorder),
+            next_seq: session.last_seq + 1,
+        });
+        announce(&thread, configured);
+        self.insert(id, thread.clone());
+        Ok((thread, session.last_seq))
     }
 
     /// The live thread `id`, else that thread resumed from its rollout (see
-    /// [`ThreadManager::resume_thread`]), with its `session_configured` event
-    /// when it was resumed by this call. Must be called within a tokio runtime.
+    /// [`ThreadManager::resume_thread`]), with the seq before its new
+    /// `session_configured` when this call resumed it. Must be called within a tokio runtime.
     pub fn get_or_resume(
         &self,
         id: &str,
         layers: &ConfigLayers,
-    ) -> Result<(Arc<Thread>, Option<SessionConfiguredEvent>), ResumeError> {
+    ) -> Result<(Arc<Thread>, Option<u64>), ResumeError> {
         let canonical = uuid::Uuid::parse_str(id)
             .map(|u| u.hyphenated().to_string())
             .unwrap_or_else(|_| id.to_string());
@@ -167,12 +167,27 @@ impl ThreadManager {
             return Ok((thread, None));
         }
         self.resume_thread(id, layers)
-            .map(|(thread, configured)| (thread, Some(configured)))
+            .map(|(thread, before)| (thread, Some(before)))
     }
 
     /// The live thread with this id.
     pub fn get(&self, id: &str) -> Option<Arc<Thread>> {
         lock(&self.threads).get(id).cloned()
+    }
+
+    /// Shuts thread `id` down (interrupting its turn) and forgets it; its history
+    /// stays on disk and a later [`ThreadManager::get_or_resume`] loads it again.
+    /// Returns whether it was live.
+    pub async fn close_thread(&self, id: &str) -> bool {
+        let thread = lock(&self.threads).remove(id);
+        match thread {
+            Some(thread) => {
+                let _ = thread.submit(Op::Shutdown);
+                thread.closed().await;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Shuts every thread down: running turns are interrupted and their commands killed.
@@ -185,6 +200,66 @@ impl ThreadManager {
         for thread in &threads {
             thread.closed().await;
         }
+        if let Some(unloader) = lock(&self.unloader).take() {
+            unloader.abort();
+        }
+    }
+
+    fn insert(&self, id: String, thread: Arc<Thread>) {
+        lock(&self.threads).insert(id, thread);
+        let mut unloader = lock(&self.unloader);
+        if unloader.is_none() {
+            *unloader = Some(tokio::spawn(unload_idle_threads(Arc::downgrade(
+                &self.threads,
+            ))));
+        }
+    }
+}
+
+/// Publishes what a thread opens with: `session_configured`, then the configuration's warnings.
+fn announce(thread: &Thread, configured: SessionConfiguredEvent) {
+    let log = thread.log();
+    log.publish(None, "", ThreadEventMsg::SessionConfigured(configured));
+    for message in &thread.config().warnings {
+        log.publish(
+            None,
+            "",
+            ThreadEventMsg::Warning(WarningEvent {
+                message: message.clone(),
+            }),
+        );
+    }
+}
+
+/// Unloads threads idle for longer than their `thread_idle_unload_sec` (nothing
+/// running, nobody subscribed), until the manager is gone.
+async fn unload_idle_threads(threads: std::sync::Weak<Mutex<HashMap<String, Arc<Thread>>>>) {
+    const LONGEST_NAP: Duration = Duration::from_secs(60);
+    const SHORTEST_NAP: Duration = Duration::from_millis(50);
+    loop {
+        let Some(threads) = threads.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut idle = Vec::new();
+        let mut nap = LONGEST_NAP;
+        lock(&threads).retain(|_, thread| {
+            let limit = thread.config().thread_idle_unload;
+            let quiet = now.saturating_duration_since(thread.log().last_activity());
+            if thread.is_idle() && quiet >= limit {
+                idle.push(thread.clone());
+                return false;
+            }
+            nap = nap.min(limit.saturating_sub(quiet));
+            true
+        });
+        drop(threads);
+        for thread in idle {
+            tracing::debug!(thread = thread.id(), "unloading idle thread");
+            let _ = thread.submit(Op::Shutdown);
+            thread.closed().await;
+        }
+        tokio::time::sleep(nap.max(SHORTEST_NAP)).await;
     }
 }
 

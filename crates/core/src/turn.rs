@@ -1,14 +1,16 @@
 //! One turn: model request → stream → run the tool calls → send outputs back,
 //! until the model answers without calling a tool.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deputy_protocol::{
-    AgentMessageEvent, AgentReasoningEvent, DeltaEvent, ErrorEvent, EventMsg, InputItem,
-    ReasoningSummary, ResponseItem, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent,
-    TokenCountEvent, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent, UserMessageEvent,
+    AgentMessageItem, CommandExecutionStatus, ErrorEvent, InputItem, ItemDeltaEvent, ItemEvent,
+    PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary, ResponseItem,
+    StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem,
+    TokenCountEvent, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent, UpdatePlanArgs,
+    UserMessageItem,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -33,13 +35,107 @@ pub(crate) struct TurnContext {
     pub(crate) sub_id: String,
     pub(crate) turn_id: String,
     pub(crate) cancel: CancellationToken,
-    pub(crate) diff: std::sync::Mutex<TurnDiffTracker>,
+    pub(crate) diff: Mutex<TurnDiffTracker>,
+    /// Command and file change items started but not completed, by id: closed if the turn stops.
+    open_items: Mutex<BTreeMap<String, ThreadItem>>,
+    /// The turn's plan item, once the model made a plan.
+    plan: Mutex<Option<PlanUpdateItem>>,
+}
+
+/// A new item id (a UUIDv7: unique across threads and restarts).
+pub(crate) fn new_item_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 impl TurnContext {
-    /// Emits an event tagged with this turn's submission id.
-    pub(crate) fn emit(&self, msg: EventMsg) {
-        self.session.events.send(&self.sub_id, msg);
+    /// Publishes an event of this turn.
+    pub(crate) fn emit(&self, msg: ThreadEventMsg) {
+        self.session
+            .log
+            .publish(Some(&self.turn_id), &self.sub_id, msg);
+    }
+
+    /// Reports a new item.
+    pub(crate) fn item_started(&self, item: ThreadItem) {
+        self.track(&item, false);
+        self.emit(ThreadEventMsg::ItemStarted(ItemEvent { item }));
+    }
+
+    /// Reports an item's new state.
+    pub(crate) fn item_updated(&self, item: ThreadItem) {
+        self.track(&item, false);
+        self.emit(ThreadEventMsg::ItemUpdated(ItemEvent { item }));
+    }
+
+    /// Reports an item's final state.
+    pub(crate) fn item_completed(&self, item: ThreadItem) {
+        self.track(&item, true);
+        self.emit(ThreadEventMsg::ItemCompleted(ItemEvent { item }));
+    }
+
+    fn track(&self, item: &ThreadItem, done: bool) {
+        if matches!(
+            item,
+            ThreadItem::CommandExecution(_) | ThreadItem::FileChange(_)
+        ) {
+            let mut open = lock(&self.open_items);
+            if done {
+                open.remove(item.id());
+            } else {
+                open.insert(item.id().to_string(), item.clone());
+            }
+        }
+    }
+
+    /// Records the model's new plan: the turn's plan item starts with the first, later ones update it.
+    pub(crate) fn update_plan(&self, args: UpdatePlanArgs) {
+        let mut plan = lock(&self.plan);
+        let started = plan.is_some();
+        let item = PlanUpdateItem {
+            id: plan
+                .as_ref()
+                .map_or_else(new_item_id, |item| item.id.clone()),
+            explanation: args.explanation,
+            plan: args.plan,
+        };
+        *plan = Some(item.clone());
+        drop(plan);
+        if started {
+            self.emit(ThreadEventMsg::ItemUpdated(ItemEvent {
+                item: ThreadItem::Plan(item),
+            }));
+        } else {
+            self.emit(ThreadEventMsg::ItemStarted(ItemEvent {
+                item: ThreadItem::Plan(item),
+            }));
+        }
+    }
+
+    /// Completes what the turn leaves open: the plan, and commands or patches a stop cut short.
+    fn close_items(&self) {
+        if let Some(plan) = lock(&self.plan).take() {
+            self.emit(ThreadEventMsg::ItemCompleted(ItemEvent {
+                item: ThreadItem::Plan(plan),
+            }));
+        }
+        let open = std::mem::take(&mut *lock(&self.open_items));
+        for (_, item) in open {
+            let item = match item {
+                ThreadItem::CommandExecution(mut cmd) => {
+                    cmd.status = CommandExecutionStatus::Failed;
+                    cmd.exit_code = cmd.started.then_some(-1);
+                    cmd.formatted_output = "aborted: the turn was stopped".into();
+                    ThreadItem::CommandExecution(cmd)
+                }
+                ThreadItem::FileChange(mut patch) => {
+                    patch.status = PatchApplyStatus::Failed;
+                    patch.stderr = "aborted: the turn was stopped".into();
+                    ThreadItem::FileChange(patch)
+                }
+                other => other,
+            };
+            self.emit(ThreadEventMsg::ItemCompleted(ItemEvent { item }));
+        }
     }
 }
 
@@ -47,18 +143,21 @@ impl TurnContext {
 pub(crate) async fn run_turn(
     session: Arc<Session>,
     sub_id: String,
+    turn_id: String,
     items: Vec<InputItem>,
     cancel: CancellationToken,
 ) {
     let ctx = TurnContext {
-        turn_id: sub_id.clone(),
+        turn_id,
         sub_id,
         session,
         cancel: cancel.clone(),
-        diff: std::sync::Mutex::default(),
+        diff: Mutex::default(),
+        open_items: Mutex::default(),
+        plan: Mutex::default(),
     };
     ctx.session.record_turn_context(&ctx.turn_id);
-    ctx.emit(EventMsg::TaskStarted(TaskStartedEvent {
+    ctx.emit(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: ctx.turn_id.clone(),
         model_context_window: ctx.session.config.model_context_window,
     }));
@@ -67,9 +166,12 @@ pub(crate) async fn run_turn(
         .map(|InputItem::Text { text }| text)
         .collect::<Vec<_>>()
         .join("\n");
-    ctx.emit(EventMsg::UserMessage(UserMessageEvent {
-        message: text.clone(),
-    }));
+    let user = ThreadItem::UserMessage(UserMessageItem {
+        id: new_item_id(),
+        text: text.clone(),
+    });
+    ctx.item_started(user.clone());
+    ctx.item_completed(user);
     ctx.session.record([ResponseItem::user_text(text)]);
 
     let outcome = tokio::select! {
@@ -77,6 +179,7 @@ pub(crate) async fn run_turn(
         () = cancel.cancelled() => None,
     };
     ctx.session.approvals.clear_pending();
+    ctx.close_items();
     let abort = |reason| {
         close_dangling_calls(&ctx.session);
         TurnAbortedEvent {
@@ -85,20 +188,25 @@ pub(crate) async fn run_turn(
         }
     };
     let end = match outcome {
-        Some(Ok(last_agent_message)) => EventMsg::TaskComplete(TaskCompleteEvent {
+        Some(Ok(last_agent_message)) => ThreadEventMsg::TurnComplete(TaskCompleteEvent {
             turn_id: ctx.turn_id.clone(),
             last_agent_message,
         }),
-        None => EventMsg::TurnAborted(abort(TurnAbortReason::Interrupted)),
-        Some(Err(TurnStop::Aborted)) => EventMsg::TurnAborted(abort(TurnAbortReason::Aborted)),
+        None => ThreadEventMsg::TurnAborted(abort(TurnAbortReason::Interrupted)),
+        Some(Err(TurnStop::Aborted)) => {
+            ThreadEventMsg::TurnAborted(abort(TurnAbortReason::Aborted))
+        }
         Some(Err(TurnStop::Model(err))) => {
             close_dangling_calls(&ctx.session);
-            EventMsg::Error(ErrorEvent {
+            ThreadEventMsg::TurnFailed(ErrorEvent {
                 message: err.to_string(),
             })
         }
     };
-    ctx.session.events.send_turn_end(&ctx.sub_id, end).await;
+    ctx.session
+        .log
+        .publish_durable(Some(&ctx.turn_id), &ctx.sub_id, end)
+        .await;
 }
 
 async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
@@ -156,7 +264,7 @@ async fn sample_with_retries(
             Err(ModelError::Stream(reason)) if attempt < max_retries => {
                 attempt += 1;
                 let delay = backoff(attempt);
-                ctx.emit(EventMsg::StreamError(StreamErrorEvent {
+                ctx.emit(ThreadEventMsg::StreamError(StreamErrorEvent {
                     message: format!(
                         "model stream broke ({reason}); retrying {attempt}/{max_retries} in {} ms",
                         delay.as_millis()
@@ -175,9 +283,97 @@ fn backoff(attempt: u64) -> Duration {
     Duration::from_millis(base.min(10_000) + jitter)
 }
 
+/// The message and reasoning items one model response is streaming. An attempt that
+/// breaks leaves its items unfinished; the retry streams the response again as new items.
+#[derive(Default)]
+struct StreamingItems {
+    message: Option<AgentMessageItem>,
+    reasoning: Option<ReasoningItem>,
+}
+
+impl StreamingItems {
+    fn message_delta(&mut self, ctx: &TurnContext, delta: String) {
+        let item = self.message.get_or_insert_with(|| {
+            let item = AgentMessageItem {
+                id: new_item_id(),
+                text: String::new(),
+            };
+            ctx.item_started(ThreadItem::AgentMessage(item.clone()));
+            item
+        });
+        item.text.push_str(&delta);
+        ctx.emit(ThreadEventMsg::AgentMessageDelta(ItemDeltaEvent {
+            item_id: item.id.clone(),
+            delta,
+        }));
+    }
+
+    fn reasoning_delta(&mut self, ctx: &TurnContext, delta: String) {
+        let item = self.reasoning.get_or_insert_with(|| {
+            let item = ReasoningItem {
+                id: new_item_id(),
+                text: String::new(),
+            };
+            ctx.item_started(ThreadItem::Reasoning(item.clone()));
+            item
+        });
+        item.text.push_str(&delta);
+        ctx.emit(ThreadEventMsg::ReasoningDelta(ItemDeltaEvent {
+            item_id: item.id.clone(),
+            delta,
+        }));
+    }
+
+    /// Completes the streaming message with its final text (starting one if nothing streamed).
+    fn message_done(&mut self, ctx: &TurnContext, text: String) {
+        let id = match self.message.take() {
+            Some(item) => item.id,
+            None => {
+                let id = new_item_id();
+                ctx.item_started(ThreadItem::AgentMessage(AgentMessageItem {
+                    id: id.clone(),
+                    text: String::new(),
+                }));
+                id
+            }
+        };
+        ctx.item_completed(ThreadItem::AgentMessage(AgentMessageItem { id, text }));
+    }
+
+    /// Completes the streaming reasoning with `text` when the provider sent a summary.
+    fn reasoning_done(&mut self, ctx: &TurnContext, text: String) {
+        if text.is_empty() {
+            // No summary: the streamed text stays open and is completed with the response.
+            return;
+        }
+        let id = match self.reasoning.take() {
+            Some(item) => item.id,
+            None => {
+                let id = new_item_id();
+                ctx.item_started(ThreadItem::Reasoning(ReasoningItem {
+                    id: id.clone(),
+                    text: String::new(),
+                }));
+                id
+            }
+        };
+        ctx.item_completed(ThreadItem::Reasoning(ReasoningItem { id, text }));
+    }
+
+    /// Completes whatever the response left open.
+    fn finish(&mut self, ctx: &TurnContext) {
+        if let Some(item) = self.reasoning.take() {
+            ctx.item_completed(ThreadItem::Reasoning(item));
+        }
+        if let Some(item) = self.message.take() {
+            ctx.item_completed(ThreadItem::AgentMessage(item));
+        }
+    }
+}
+
 async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseItem>, ModelError> {
     let on_retry = |notice: RetryNotice| {
-        ctx.emit(EventMsg::StreamError(StreamErrorEvent {
+        ctx.emit(ThreadEventMsg::StreamError(StreamErrorEvent {
             message: format!(
                 "{}; retrying {}/{} in {} ms",
                 notice.reason,
@@ -189,50 +385,36 @@ async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseI
     };
     let mut stream = ctx.session.client.stream(prompt, &on_retry).await?;
     let mut items = Vec::new();
-    let mut reasoning = String::new();
+    let mut streaming = StreamingItems::default();
     while let Some(event) = stream.next().await {
         match event? {
             ResponseEvent::Created => {}
-            ResponseEvent::OutputTextDelta(delta) => {
-                ctx.emit(EventMsg::AgentMessageDelta(DeltaEvent { delta }));
-            }
-            ResponseEvent::ReasoningDelta(delta) => {
-                reasoning.push_str(&delta);
-                ctx.emit(EventMsg::AgentReasoningDelta(DeltaEvent { delta }));
-            }
+            ResponseEvent::OutputTextDelta(delta) => streaming.message_delta(ctx, delta),
+            ResponseEvent::ReasoningDelta(delta) => streaming.reasoning_delta(ctx, delta),
             ResponseEvent::OutputItemDone(item) => {
                 match &item {
                     ResponseItem::Message { role, .. } if role == "assistant" => {
-                        ctx.emit(EventMsg::AgentMessage(AgentMessageEvent {
-                            message: item.message_text().unwrap_or_default(),
-                        }));
+                        streaming.message_done(ctx, item.message_text().unwrap_or_default());
                     }
                     ResponseItem::Reasoning { summary, .. } => {
                         let text: String = summary
                             .iter()
                             .map(|ReasoningSummary::SummaryText { text }| text.as_str())
                             .collect();
-                        if !text.is_empty() {
-                            reasoning.clear();
-                            ctx.emit(EventMsg::AgentReasoning(AgentReasoningEvent { text }));
-                        }
+                        streaming.reasoning_done(ctx, text);
                     }
                     _ => {}
                 }
                 items.push(item);
             }
             ResponseEvent::Completed { token_usage, .. } => {
-                if !reasoning.is_empty() {
-                    ctx.emit(EventMsg::AgentReasoning(AgentReasoningEvent {
-                        text: std::mem::take(&mut reasoning),
-                    }));
-                }
+                streaming.finish(ctx);
                 let info = token_usage.map(|last| TokenUsageInfo {
                     total_token_usage: ctx.session.add_usage(&last),
                     last_token_usage: last,
                     model_context_window: ctx.session.config.model_context_window,
                 });
-                ctx.emit(EventMsg::TokenCount(TokenCountEvent {
+                ctx.emit(ThreadEventMsg::TokenCount(TokenCountEvent {
                     info,
                     rate_limits: None,
                 }));

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use deputy_core::config::ConfigLayers;
-use deputy_core::rollout::find_rollout;
+use deputy_core::rollout::{SessionSource, find_rollout};
 use deputy_core::{ResumeError, Thread, ThreadManager};
-use deputy_protocol::EventMsg;
+use deputy_protocol::{SessionConfiguredEvent, ThreadEventMsg};
 use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -17,15 +17,34 @@ fn layers(home: &TestHome) -> ConfigLayers {
 }
 
 /// Runs one turn to its end and returns the turn-ending event.
-async fn turn(thread: &Arc<Thread>, sub_id: &str, prompt: &str) -> EventMsg {
+async fn turn(thread: &Arc<Thread>, sub_id: &str, prompt: &str) -> ThreadEventMsg {
     let mut events = thread
         .start_turn(sub_id.to_string(), prompt.to_string())
         .expect("start turn");
     let mut last = None;
     while let Some(event) = events.next().await {
-        last = Some(event.msg);
+        last = Some(event.msg.clone());
     }
     last.expect("the turn ended with an event")
+}
+
+fn new_manager() -> ThreadManager {
+    ThreadManager::new(None, SessionSource::Mcp)
+}
+
+/// The `session_configured` event a thread's log holds after `after_seq`.
+async fn configured_event(thread: &Thread, after_seq: u64) -> SessionConfiguredEvent {
+    let mut events = thread.subscribe(after_seq);
+    loop {
+        let event = events
+            .next()
+            .await
+            .expect("the log has a session_configured")
+            .expect("no lag");
+        if let ThreadEventMsg::SessionConfigured(configured) = &event.msg {
+            return configured.clone();
+        }
+    }
 }
 
 fn plan_turn() -> [MockResponse; 2] {
@@ -52,27 +71,28 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     // Control: both turns on one live thread.
     server.push_all(plan_turn());
     server.push(MockResponse::text_turn("Bye."));
-    let manager = ThreadManager::new(None);
-    let (thread, _) = manager
+    let manager = new_manager();
+    let thread = manager
         .start_thread(layers.load().expect("config"))
         .expect("start");
     assert!(matches!(
         turn(&thread, "1", "make a plan").await,
-        EventMsg::TaskComplete(_)
+        ThreadEventMsg::TurnComplete(_)
     ));
     assert!(matches!(
         turn(&thread, "2", "thanks").await,
-        EventMsg::TaskComplete(_)
+        ThreadEventMsg::TurnComplete(_)
     ));
     manager.shutdown_all().await;
 
     // Restart: turn 1, every thread shut down, turn 2 on a new manager.
     server.push_all(plan_turn());
     server.push(MockResponse::text_turn("Bye."));
-    let first = ThreadManager::new(None);
-    let (thread, configured) = first
+    let first = new_manager();
+    let thread = first
         .start_thread(layers.load().expect("config"))
         .expect("start");
+    let configured = configured_event(&thread, 0).await;
     let id = thread.id().to_string();
     assert_eq!(
         configured.rollout_path.as_deref(),
@@ -80,18 +100,19 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     );
     assert!(matches!(
         turn(&thread, "1", "make a plan").await,
-        EventMsg::TaskComplete(_)
+        ThreadEventMsg::TurnComplete(_)
     ));
     first.shutdown_all().await;
     drop((thread, first));
 
-    let second = ThreadManager::new(None);
-    let (resumed, configured) = second.resume_thread(&id, &layers).expect("resume");
+    let second = new_manager();
+    let (resumed, before) = second.resume_thread(&id, &layers).expect("resume");
+    let configured = configured_event(&resumed, before).await;
     assert_eq!(configured.session_id, id);
     assert_eq!(configured.history_entry_count, 5);
     assert!(matches!(
         turn(&resumed, "2", "thanks").await,
-        EventMsg::TaskComplete(_)
+        ThreadEventMsg::TurnComplete(_)
     ));
 
     let control = body(&server, 2);
@@ -113,8 +134,8 @@ async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
     let home = TestHome::new(&server.base_url());
     let layers = layers(&home);
     server.push(MockResponse::text_turn("one"));
-    let manager = ThreadManager::new(None);
-    let (thread, _) = manager
+    let manager = new_manager();
+    let thread = manager
         .start_thread(layers.load().expect("config"))
         .expect("start");
     turn(&thread, "1", "hi").await;
@@ -128,8 +149,9 @@ async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
     );
     let mut elsewhere = ConfigLayers::new(home.path().to_path_buf());
     elsewhere.cli_overrides = vec![("model".into(), "cli-model".into())];
-    let second = ThreadManager::new(None);
-    let (resumed, configured) = second.resume_thread(&id, &elsewhere).expect("resume");
+    let second = new_manager();
+    let (resumed, before) = second.resume_thread(&id, &elsewhere).expect("resume");
+    let configured = configured_event(&resumed, before).await;
     assert_eq!(configured.model, "mock-model");
     assert_eq!(configured.approval_policy.as_str(), "never");
     assert_eq!(
@@ -140,9 +162,12 @@ async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
     drop(resumed);
 
     elsewhere.overrides.model = Some("per-call-model".into());
-    let third = ThreadManager::new(None);
-    let (_, configured) = third.resume_thread(&id, &elsewhere).expect("resume");
-    assert_eq!(configured.model, "per-call-model");
+    let third = new_manager();
+    let (resumed, before) = third.resume_thread(&id, &elsewhere).expect("resume");
+    assert_eq!(
+        configured_event(&resumed, before).await.model,
+        "per-call-model"
+    );
     third.shutdown_all().await;
 }
 
@@ -151,19 +176,19 @@ async fn a_thread_live_in_one_manager_is_locked_for_another_and_shared_by_its_ow
     let server = MockModelServer::start();
     let home = TestHome::new(&server.base_url());
     let layers = layers(&home);
-    let manager = ThreadManager::new(None);
-    let (thread, _) = manager
+    let manager = new_manager();
+    let thread = manager
         .start_thread(layers.load().expect("config"))
         .expect("start");
 
-    let (same, configured) = manager.get_or_resume(thread.id(), &layers).expect("live");
+    let (same, resumed_after) = manager.get_or_resume(thread.id(), &layers).expect("live");
     assert!(Arc::ptr_eq(&same, &thread));
     assert!(
-        configured.is_none(),
+        resumed_after.is_none(),
         "a live thread is not configured again"
     );
 
-    let other = ThreadManager::new(None);
+    let other = new_manager();
     let err = other
         .resume_thread(thread.id(), &layers)
         .expect_err("locked");
@@ -177,7 +202,7 @@ async fn a_thread_live_in_one_manager_is_locked_for_another_and_shared_by_its_ow
 async fn an_unknown_thread_is_not_found() {
     let server = MockModelServer::start();
     let home = TestHome::new(&server.base_url());
-    let manager = ThreadManager::new(None);
+    let manager = new_manager();
     let id = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
     let err = manager
         .get_or_resume(id, &layers(&home))

@@ -10,12 +10,18 @@
 mod approval_prompt;
 mod render;
 
+use std::future::Future;
 use std::io::Write;
 use std::sync::Arc;
 
+use deputy_core::approval::Answer;
 use deputy_core::config::Config;
+use deputy_core::driver::{
+    ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
+};
 use deputy_core::{Thread, ThreadManager};
-use deputy_protocol::{Event, EventMsg, Op, SessionConfiguredEvent};
+use deputy_protocol::{Event, InputItem, Op, ThreadEvent, legacy_events};
+use tokio_util::sync::CancellationToken;
 
 pub use render::HumanRenderer;
 
@@ -35,94 +41,72 @@ pub async fn run_exec(
     config: Config,
     options: ExecOptions,
 ) -> anyhow::Result<i32> {
-    let warnings = config.warnings.clone();
-    let (thread, configured) = manager.start_thread(config)?;
-    run_turn_on(thread, configured, warnings, options).await
+    let thread = manager.start_thread(config)?;
+    // From the start of the log: `session_configured` and any configuration warnings.
+    run_turn_on(thread, Some(0), options).await
 }
 
-/// Runs one turn on an existing thread (new or resumed); see [`run_exec`].
+/// Runs one turn on an existing thread (new or resumed) and returns the exit code
+/// (see [`run_exec`]). The thread's events after `replay_after` that came before the
+/// turn are shown too (a resumed thread's `session_configured`).
 pub async fn run_turn_on(
     thread: Arc<Thread>,
-    configured: SessionConfiguredEvent,
-    warnings: Vec<String>,
+    replay_after: Option<u64>,
     options: ExecOptions,
 ) -> anyhow::Result<i32> {
     let mut out = Output::new(options.json);
-    out.event(&Event {
-        id: String::new(),
-        msg: EventMsg::SessionConfigured(configured),
-    });
-    for message in warnings {
-        out.event(&Event {
-            id: String::new(),
-            msg: EventMsg::Warning(deputy_protocol::WarningEvent { message }),
-        });
-    }
-    let mut events = thread.start_turn("1".to_string(), options.prompt)?;
+    let cancel = CancellationToken::new();
     let interrupt = {
-        let thread = thread.clone();
+        let cancel = cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = thread.submit(Op::Interrupt);
+                cancel.cancel();
             }
         })
     };
-    let mut exit_code = 1;
-    // Questions run beside the event loop, so an approval that expires or a
-    // turn that ends (Ctrl-C) is never stuck behind an unanswered prompt.
-    let mut question: Option<tokio::task::JoinHandle<()>> = None;
-    while let Some(event) = events.next().await {
-        out.event(&event);
-        match &event.msg {
-            EventMsg::ExecApprovalRequest(req) => {
-                let (thread, req) = (thread.clone(), req.clone());
-                replace_question(&mut question, async move {
-                    let (decision, reason) = approval_prompt::ask_exec(&req).await;
-                    let id = req.call_id;
-                    let _ = thread.submit(Op::ExecApproval {
-                        id,
-                        decision,
-                        reason,
-                    });
-                });
-            }
-            EventMsg::ApplyPatchApprovalRequest(req) => {
-                let (thread, req) = (thread.clone(), req.clone());
-                replace_question(&mut question, async move {
-                    let (decision, reason) = approval_prompt::ask_patch(&req).await;
-                    let id = req.call_id;
-                    let _ = thread.submit(Op::PatchApproval {
-                        id,
-                        decision,
-                        reason,
-                    });
-                });
-            }
-            EventMsg::TaskComplete(done) => {
-                exit_code = 0;
-                out.final_message(done.last_agent_message.as_deref());
-            }
-            EventMsg::TurnAborted(_) => exit_code = 130,
-            _ => {}
-        }
-    }
+    let request = TurnRequest {
+        submission_id: "exec".to_string(),
+        items: vec![InputItem::Text {
+            text: options.prompt,
+        }],
+        replay_after,
+    };
+    let driven = drive_turn(
+        &thread,
+        request,
+        Arc::new(TerminalApprover),
+        &mut out,
+        &cancel,
+    )
+    .await;
     interrupt.abort();
-    if let Some(question) = question {
-        question.abort();
-    }
+    let exit_code = match driven?.outcome {
+        TurnOutcome::Completed { last_agent_message } => {
+            out.final_message(last_agent_message.as_deref());
+            0
+        }
+        TurnOutcome::Aborted(_) => 130,
+        TurnOutcome::Failed(_) | TurnOutcome::ThreadStopped => 1,
+    };
     let _ = thread.submit(Op::Shutdown);
     thread.closed().await;
     Ok(exit_code)
 }
 
-/// Starts asking a new question; one still open belongs to a request the
-/// engine no longer waits for (it asks one at a time), so it is dropped.
-fn replace_question(
-    slot: &mut Option<tokio::task::JoinHandle<()>>,
-    ask: impl std::future::Future<Output = ()> + Send + 'static,
-) {
-    if let Some(stale) = slot.replace(tokio::spawn(ask)) {
-        stale.abort();
+/// Asks approval questions on the terminal (or denies them without one).
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+        // The question owns its request: it outlives this call, not the approver.
+        let kind = request.kind;
+        async move {
+            let (decision, reason) = match &kind {
+                ApprovalKind::Exec(req) => approval_prompt::ask_exec(req).await,
+                ApprovalKind::Patch(req) => approval_prompt::ask_patch(req).await,
+            };
+            Answer { decision, reason }
+        }
     }
 }
 
@@ -130,6 +114,14 @@ fn replace_question(
 struct Output {
     json: bool,
     human: HumanRenderer,
+}
+
+impl TurnObserver for Output {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        for legacy in legacy_events(event) {
+            self.event(&legacy);
+        }
+    }
 }
 
 impl Output {

@@ -20,6 +20,7 @@ use std::time::Duration;
 use anyhow::Context;
 use deputy_core::ThreadManager;
 use deputy_core::config::ConfigLayers;
+use deputy_core::rollout::SessionSource;
 use rmcp::ServiceExt;
 
 pub use server::DeputyServer;
@@ -35,7 +36,7 @@ pub async fn run_stdio_server(
 ) -> anyhow::Result<i32> {
     // Fail early on a broken config.toml, with its file/line message.
     layers.load().context("loading configuration")?;
-    let manager = Arc::new(ThreadManager::new(sandbox_launcher));
+    let manager = Arc::new(ThreadManager::new(sandbox_launcher, SessionSource::Mcp));
     let relay = stdio::start(tokio::io::stdin(), tokio::io::stdout());
     let server = DeputyServer::new(manager.clone(), layers, relay.input_closed.clone());
     let running = server

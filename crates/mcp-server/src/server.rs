@@ -3,9 +3,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use deputy_core::ThreadManager;
 use deputy_core::config::ConfigLayers;
-use deputy_protocol::{Event, EventMsg, SessionConfiguredEvent, WarningEvent};
+use deputy_core::{ThreadError, ThreadManager};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -62,13 +61,12 @@ impl DeputyServer {
                 return tool_result(None, format!("Failed to load configuration: {err}"), true);
             }
         };
-        let warnings = config.warnings.clone();
-        let (thread, configured) = match self.manager.start_thread(config) {
-            Ok(started) => started,
+        let thread = match self.manager.start_thread(config) {
+            Ok(thread) => thread,
             Err(err) => return tool_result(None, format!("Failed to start session: {err}"), true),
         };
-        forward_session_start(call, thread.id(), configured, warnings).await;
-        run_turn(call, &thread, params.prompt).await
+        // From the start of the log: `session_configured` and any configuration warnings.
+        run_turn(call, &thread, params.prompt, Some(0)).await
     }
 
     async fn call_codex_reply(
@@ -106,13 +104,8 @@ impl DeputyServer {
         let (manager, layers, lookup_id) = (self.manager.clone(), self.layers.clone(), id.clone());
         let found =
             tokio::task::spawn_blocking(move || manager.get_or_resume(&lookup_id, &layers)).await;
-        let thread = match found {
-            Ok(Ok((thread, None))) => thread,
-            Ok(Ok((thread, Some(configured)))) => {
-                let warnings = thread.config().warnings.clone();
-                forward_session_start(call, thread.id(), configured, warnings).await;
-                thread
-            }
+        let (thread, resumed_after) = match found {
+            Ok(Ok(found)) => found,
             Ok(Err(err)) => return tool_result(Some(&id), err.to_string(), true),
             Err(err) => {
                 return tool_result(
@@ -122,32 +115,12 @@ impl DeputyServer {
                 );
             }
         };
-        run_turn(call, &thread, params.prompt).await
-    }
-}
-
-/// Tells the client a session (new or resumed) is ready: `session_configured`,
-/// then any configuration warnings.
-async fn forward_session_start(
-    call: &CallContext,
-    thread_id: &str,
-    configured: SessionConfiguredEvent,
-    warnings: Vec<String>,
-) {
-    let events = std::iter::once(EventMsg::SessionConfigured(configured)).chain(
-        warnings
-            .into_iter()
-            .map(|message| EventMsg::Warning(WarningEvent { message })),
-    );
-    for msg in events {
-        call.forward(
-            thread_id,
-            Event {
-                id: String::new(),
-                msg,
-            },
-        )
-        .await;
+        // A turn per call: a thread whose turn is still running is busy, not queued behind.
+        if thread.is_busy() {
+            return tool_result(Some(&id), ThreadError::Busy.to_string(), true);
+        }
+        // A thread resumed by this call announces itself again (`session_configured`).
+        run_turn(call, &thread, params.prompt, resumed_after).await
     }
 }
 

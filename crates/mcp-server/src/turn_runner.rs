@@ -1,22 +1,23 @@
-//! Runs one turn for one `tools/call`: forwards every event as `codex/event`,
-//! turns approval requests into elicitations, reports progress, honours
-//! cancellation, and produces the call's result.
+//! Runs one turn for one `tools/call` through the engine's driver: forwards every
+//! event as `codex/event`, asks approval questions as elicitations, reports
+//! progress, and turns the turn's outcome into the call's result.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_core::Thread;
-use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, Event, EventMsg, ExecApprovalRequestEvent, Op, ReviewDecision,
+use deputy_core::approval::Answer;
+use deputy_core::driver::{
+    ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
+use deputy_protocol::{Event, InputItem, ReviewDecision, ThreadEvent, legacy_events};
 use rmcp::model::{
     CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
     RequestId,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::progress::ProgressReporter;
@@ -99,159 +100,147 @@ pub(crate) fn tool_result(thread_id: Option<&str>, text: String, is_error: bool)
     result
 }
 
-/// Runs a turn with `prompt` on `thread` and returns the call's result.
+/// Runs a turn with `prompt` on `thread` and returns the call's result. With
+/// `replay_after`, the thread's events after that seq that came before the turn
+/// (a new or resumed thread's `session_configured`) are forwarded first.
 pub(crate) async fn run_turn(
     call: &CallContext,
     thread: &Arc<Thread>,
     prompt: String,
+    replay_after: Option<u64>,
 ) -> CallToolResult {
     let thread_id = thread.id().to_string();
-    let mut events = match thread.start_turn(call.request_id_string(), prompt) {
-        Ok(events) => events,
-        Err(err) => return tool_result(Some(&thread_id), err.to_string(), true),
+    let mut observer = McpTurn {
+        call,
+        progress: ProgressReporter::new(
+            call.peer.clone(),
+            call.progress_token.clone(),
+            call.client_gone.clone(),
+        ),
+        ticker: tokio::time::interval_at(
+            tokio::time::Instant::now() + PROGRESS_INTERVAL,
+            PROGRESS_INTERVAL,
+        ),
     };
-    let mut progress = ProgressReporter::new(
-        call.peer.clone(),
-        call.progress_token.clone(),
-        call.client_gone.clone(),
-    );
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::now() + PROGRESS_INTERVAL,
-        PROGRESS_INTERVAL,
-    );
-    let mut approvals = JoinSet::new();
-    let mut interrupted = false;
-    let (result, end_event) = loop {
-        tokio::select! {
-            event = events.next() => {
-                let Some(event) = event else {
-                    let text = "the thread stopped unexpectedly".to_string();
-                    break (tool_result(Some(&thread_id), text, true), None);
-                };
-                progress.on_event(&event.msg).await;
-                if let Some(result) = turn_result(&thread_id, &event.msg) {
-                    break (result, Some(event));
-                }
-                match &event.msg {
-                    EventMsg::ExecApprovalRequest(req) => {
-                        approvals.spawn(ask_exec(call.peer.clone(), thread.clone(), call.request_id_string(), event.id.clone(), req.clone()));
-                    }
-                    EventMsg::ApplyPatchApprovalRequest(req) => {
-                        approvals.spawn(ask_patch(call.peer.clone(), thread.clone(), call.request_id_string(), event.id.clone(), req.clone()));
-                    }
-                    _ => {}
-                }
-                call.forward(&thread_id, event).await;
-            }
-            () = call.cancelled.cancelled(), if !interrupted => {
-                interrupted = true;
-                let _ = thread.submit(Op::Interrupt);
-            }
-            _ = ticker.tick() => progress.tick().await,
-        }
+    let approver = Arc::new(ElicitationApprover {
+        peer: call.peer.clone(),
+        tool_call_id: call.request_id_string(),
+    });
+    let request = TurnRequest {
+        submission_id: call.request_id_string(),
+        items: vec![InputItem::Text { text: prompt }],
+        replay_after,
     };
-    // Free the thread before anyone hears that the turn ended, so that a
-    // `codex-reply` sent on seeing the end never finds it busy.
-    drop(events);
-    // Questions still open belong to a turn that is over.
-    approvals.abort_all();
-    if let Some(event) = end_event {
-        call.forward(&thread_id, event).await;
-    }
-    result
-}
-
-/// The call's result when `msg` ends the turn.
-fn turn_result(thread_id: &str, msg: &EventMsg) -> Option<CallToolResult> {
-    let (text, is_error) = match msg {
-        EventMsg::TaskComplete(done) => {
-            (done.last_agent_message.clone().unwrap_or_default(), false)
+    let driven = drive_turn(thread, request, approver, &mut observer, &call.cancelled).await;
+    let (text, is_error) = match driven.map(|turn| turn.outcome) {
+        Ok(TurnOutcome::Completed { last_agent_message }) => {
+            (last_agent_message.unwrap_or_default(), false)
         }
-        EventMsg::Error(err) => (err.message.clone(), true),
-        EventMsg::TurnAborted(aborted) => {
-            let reason = serde_json::to_value(aborted.reason)
+        Ok(TurnOutcome::Failed(message)) => (message, true),
+        Ok(TurnOutcome::Aborted(reason)) => {
+            let reason = serde_json::to_value(reason)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
             (format!("turn aborted ({reason})"), true)
         }
-        _ => return None,
+        Ok(TurnOutcome::ThreadStopped) => ("the thread stopped unexpectedly".to_string(), true),
+        Err(err) => (err.to_string(), true),
     };
-    Some(tool_result(Some(thread_id), text, is_error))
+    tool_result(Some(&thread_id), text, is_error)
+}
+
+/// One call's view of its turn: every event as `codex/event`, and progress.
+struct McpTurn<'a> {
+    call: &'a CallContext,
+    progress: ProgressReporter,
+    ticker: tokio::time::Interval,
+}
+
+impl TurnObserver for McpTurn<'_> {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        for legacy in legacy_events(event) {
+            self.progress.on_event(&legacy.msg).await;
+            self.call.forward(&event.thread_id, legacy).await;
+        }
+    }
+
+    async fn tick(&mut self) {
+        self.ticker.tick().await;
+        self.progress.tick().await;
+    }
+}
+
+/// Asks approval questions as `elicitation/create` on the call's connection.
+struct ElicitationApprover {
+    peer: Peer<RoleServer>,
+    tool_call_id: String,
+}
+
+impl Approver for ElicitationApprover {
+    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+        let peer = self.peer.clone();
+        let params = elicitation_params(request, self.tool_call_id.clone());
+        async move {
+            let (decision, reason) = elicit(&peer, &params).await;
+            Answer { decision, reason }
+        }
+    }
 }
 
 /// Why an approval was decided without asking the user.
 const NO_ELICITATION: &str =
     "the MCP client does not support elicitation, so the user could not be asked";
 
-async fn ask_exec(
-    peer: Peer<RoleServer>,
-    thread: Arc<Thread>,
-    tool_call_id: String,
-    event_id: String,
-    req: ExecApprovalRequestEvent,
-) {
-    let command = shlex::try_join(req.command.iter().map(String::as_str))
-        .unwrap_or_else(|_| req.command.join(" "));
-    let params = ApprovalElicitationParams {
-        message: format!(
-            "Allow the agent to run `{command}` in `{}`?",
-            req.cwd.display()
-        ),
-        requested_schema: wire::decision_schema(),
-        thread_id: thread.id().to_string(),
-        codex_elicitation: "exec-approval",
-        codex_mcp_tool_call_id: tool_call_id,
-        codex_event_id: event_id,
-        codex_call_id: req.call_id.clone(),
-        details: ApprovalDetails::Exec {
-            codex_command: req.command,
-            codex_cwd: req.cwd,
-            codex_parsed_cmd: req.parsed_cmd,
-            codex_reason: req.reason,
-        },
+/// The elicitation for an approval request: Codex's fields beside the standard ones.
+fn elicitation_params(request: ApprovalRequest, tool_call_id: String) -> ApprovalElicitationParams {
+    let call_id = request.call_id().to_string();
+    let (message, elicitation, details) = match request.kind {
+        ApprovalKind::Exec(req) => {
+            let command = shlex::try_join(req.command.iter().map(String::as_str))
+                .unwrap_or_else(|_| req.command.join(" "));
+            (
+                format!(
+                    "Allow the agent to run `{command}` in `{}`?",
+                    req.cwd.display()
+                ),
+                "exec-approval",
+                ApprovalDetails::Exec {
+                    codex_command: req.command,
+                    codex_cwd: req.cwd,
+                    codex_parsed_cmd: req.parsed_cmd,
+                    codex_reason: req.reason,
+                },
+            )
+        }
+        ApprovalKind::Patch(req) => {
+            let mut message = String::new();
+            if let Some(reason) = &req.reason {
+                message.push_str(reason);
+                message.push('\n');
+            }
+            message.push_str("Allow the agent to apply proposed code changes?");
+            (
+                message,
+                "patch-approval",
+                ApprovalDetails::Patch {
+                    codex_reason: req.reason,
+                    codex_grant_root: req.grant_root,
+                    codex_changes: req.changes,
+                },
+            )
+        }
     };
-    let (decision, reason) = elicit(&peer, &params, thread.config().approval_timeout).await;
-    let _ = thread.submit(Op::ExecApproval {
-        id: req.call_id,
-        decision,
-        reason,
-    });
-}
-
-async fn ask_patch(
-    peer: Peer<RoleServer>,
-    thread: Arc<Thread>,
-    tool_call_id: String,
-    event_id: String,
-    req: ApplyPatchApprovalRequestEvent,
-) {
-    let mut message = String::new();
-    if let Some(reason) = &req.reason {
-        message.push_str(reason);
-        message.push('\n');
-    }
-    message.push_str("Allow the agent to apply proposed code changes?");
-    let params = ApprovalElicitationParams {
+    ApprovalElicitationParams {
         message,
         requested_schema: wire::decision_schema(),
-        thread_id: thread.id().to_string(),
-        codex_elicitation: "patch-approval",
+        thread_id: request.thread_id,
+        codex_elicitation: elicitation,
         codex_mcp_tool_call_id: tool_call_id,
-        codex_event_id: event_id,
-        codex_call_id: req.call_id.clone(),
-        details: ApprovalDetails::Patch {
-            codex_reason: req.reason,
-            codex_grant_root: req.grant_root,
-            codex_changes: req.changes,
-        },
-    };
-    let (decision, reason) = elicit(&peer, &params, thread.config().approval_timeout).await;
-    let _ = thread.submit(Op::PatchApproval {
-        id: req.call_id,
-        decision,
-        reason,
-    });
+        codex_event_id: request.event_id,
+        codex_call_id: call_id,
+        details,
+    }
 }
 
 /// Sends `notifications/cancelled` for an elicitation nobody waits on any more.
@@ -278,12 +267,11 @@ impl Drop for WithdrawOnDrop {
 }
 
 /// Sends the elicitation and reads the decision. Anything but a clear answer
-/// is a denial with the reason spelled out; the engine's approval timeout
-/// covers a client that never answers.
+/// is a denial with the reason spelled out; the driver's approval timeout
+/// covers a client that never answers (dropping this withdraws the question).
 async fn elicit(
     peer: &Peer<RoleServer>,
     params: &ApprovalElicitationParams,
-    timeout: Duration,
 ) -> (ReviewDecision, Option<String>) {
     let supports_elicitation = peer
         .peer_info()
@@ -305,21 +293,9 @@ async fn elicit(
                 peer: peer.clone(),
                 id: Some(handle.id.clone()),
             };
-            match tokio::time::timeout(timeout, handle.await_response()).await {
-                Ok(response) => {
-                    withdraw.id = None;
-                    response
-                }
-                Err(_) => {
-                    return (
-                        ReviewDecision::TimedOut,
-                        Some(format!(
-                            "no answer to the approval request within {} s",
-                            timeout.as_secs()
-                        )),
-                    );
-                }
-            }
+            let response = handle.await_response().await;
+            withdraw.id = None;
+            response
         }
         Err(err) => Err(err),
     };

@@ -1,17 +1,25 @@
 //! Plain data shared by deputy's engine and every front door.
 //!
-//! A front door submits [`Submission`]s carrying an [`Op`] and reads [`Event`]s
-//! carrying an [`EventMsg`]. The serialized forms use Codex's snake_case tags
+//! A front door submits [`Submission`]s carrying an [`Op`] and reads a thread's
+//! [`ThreadEvent`]s: numbered, tagged with thread and turn, and about [`ThreadItem`]s
+//! with ids. Codex's own [`EventMsg`]s, which `codex/event` carries, are derived from
+//! them in one place, [`legacy_events`]. Serialized forms use Codex's snake_case tags
 //! and field names so that clients written for Codex read them unchanged.
 //!
 //! Architecture invariant: this crate is data only — no I/O, no async runtime.
 
 mod config_types;
 mod events;
+mod items;
+mod legacy;
 mod models;
 mod ops;
+mod thread_events;
 
 pub use config_types::*;
 pub use events::*;
+pub use items::*;
+pub use legacy::legacy_events;
 pub use models::*;
 pub use ops::*;
+pub use thread_events::*;

@@ -15,13 +15,20 @@ pub struct Submission {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
-    /// Start a turn with this user input.
+    /// Start a turn with this user input (queued behind a turn still running).
+    /// `Thread::start_turn` builds it, minting the turn id.
     UserInput {
+        /// The new turn's id (a UUIDv7 minted by the engine's thread handle).
+        turn_id: String,
         /// The input parts.
         items: Vec<InputItem>,
     },
-    /// Stop the running turn: kill its commands, emit `turn_aborted`.
-    Interrupt,
+    /// Stop turn `turn_id` (running: kill its commands; queued: drop it) and emit
+    /// `turn_aborted`; a turn that already ended makes this a no-op.
+    Interrupt {
+        /// The turn to stop.
+        turn_id: String,
+    },
     /// Answer an `exec_approval_request`.
     ExecApproval {
         /// The request's `call_id`.

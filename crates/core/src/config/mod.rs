@@ -28,6 +28,8 @@ pub const DEFAULT_PROVIDER: &str = "openai";
 pub const DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT: usize = 10_000;
 /// How long an approval request waits for an answer before it counts as denied.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a thread may sit idle (no turn, nobody following it) before it is unloaded.
+pub const DEFAULT_THREAD_IDLE_UNLOAD: Duration = Duration::from_secs(30 * 60);
 
 /// A config error a user can act on: which file, where, what.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +92,7 @@ struct ConfigToml {
     model_context_window: Option<u64>,
     tool_output_token_limit: Option<usize>,
     approval_timeout_sec: Option<u64>,
+    thread_idle_unload_sec: Option<u64>,
     base_instructions: Option<String>,
     developer_instructions: Option<String>,
     compact_prompt: Option<String>,
@@ -165,6 +168,8 @@ pub struct Config {
     pub tool_output_token_limit: usize,
     /// How long to wait for an approval answer.
     pub approval_timeout: Duration,
+    /// How long the thread may sit idle before it is unloaded (its history stays on disk).
+    pub thread_idle_unload: Duration,
     /// The selected profile, if any.
     pub profile: Option<String>,
     /// The executable that confines commands (deputy itself); `None` means
@@ -335,6 +340,9 @@ impl ConfigLayers {
             approval_timeout: toml
                 .approval_timeout_sec
                 .map_or(DEFAULT_APPROVAL_TIMEOUT, Duration::from_secs),
+            thread_idle_unload: toml
+                .thread_idle_unload_sec
+                .map_or(DEFAULT_THREAD_IDLE_UNLOAD, Duration::from_secs),
             profile,
             sandbox_launcher: None,
             warnings: Vec::new(),

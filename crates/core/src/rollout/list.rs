@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use deputy_protocol::EventMsg;
+use deputy_protocol::{EventMsg, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem};
 use serde::Deserialize;
 
 use super::{RolloutError, RolloutItem, paths::sessions_dir};
@@ -120,6 +120,18 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
             "session_meta" if meta.is_none() => {
                 if let Ok(RolloutItem::SessionMeta(m)) = serde_json::from_slice(line) {
                     meta = Some(m);
+                }
+            }
+            "event" if preview.is_none() => {
+                if let Ok(RolloutItem::Event(ThreadEvent {
+                    msg:
+                        ThreadEventMsg::ItemCompleted(ItemEvent {
+                            item: ThreadItem::UserMessage(m),
+                        }),
+                    ..
+                })) = serde_json::from_slice(line)
+                {
+                    preview = Some(one_line_preview(&m.text));
                 }
             }
             "event_msg" if preview.is_none() => {

@@ -3,8 +3,10 @@
 //! Each line is `{"timestamp":"…Z","type":…,"payload":…}` with `type` one of
 //! `session_meta` (the first line: who, where, with which settings),
 //! `response_item` (an item as it entered the model history), `turn_context`
-//! (the settings a turn started with) and `event_msg` (the few events worth
-//! keeping: user and agent messages, token counts, turn boundaries, errors).
+//! (the settings a turn started with) and `event` (an entry of the thread's event
+//! log, with its `seq`: everything but streaming deltas, large outputs cut to
+//! head and tail). Files written before the event log hold `event_msg` lines
+//! (a few Codex events), which are still read.
 //!
 //! The file lives at `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl`,
 //! dated by the thread id's own UUIDv7 timestamp, so a thread's file is found
@@ -19,14 +21,17 @@ mod recorder;
 
 use std::path::PathBuf;
 
-use deputy_protocol::{AskForApproval, EventMsg, ResponseItem, SandboxMode, SandboxPolicy};
+use deputy_protocol::{
+    AskForApproval, EventMsg, ResponseItem, SandboxMode, SandboxPolicy, ThreadEvent,
+    ThreadEventMsg, ThreadItem,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, SandboxWorkspaceWrite};
 
 pub use list::{SessionSummary, list_sessions};
 pub use paths::{find_rollout, rollout_path, sessions_dir};
-pub use reader::{ResumedSession, RolloutContents, load_rollout, read_rollout};
+pub use reader::{ResumedSession, RolloutContents, load_rollout, read_events, read_rollout};
 pub use recorder::RolloutRecorder;
 
 /// Why a rollout could not be created, opened or read.
@@ -175,23 +180,65 @@ pub enum RolloutItem {
     ResponseItem(ResponseItem),
     /// The settings a turn started with.
     TurnContext(TurnContextRecord),
-    /// A kept event (see [`is_persisted_event`]).
+    /// An entry of the thread's event log (see [`is_persisted_event`]).
+    Event(ThreadEvent),
+    /// A Codex event, as files written before the event log kept them; read, never written.
     EventMsg(EventMsg),
 }
 
-/// Whether an event is written to the rollout. Streaming deltas and command
-/// output are left out: the history items already hold what they add up to.
-pub fn is_persisted_event(msg: &EventMsg) -> bool {
-    matches!(
-        msg,
-        EventMsg::UserMessage(_)
-            | EventMsg::AgentMessage(_)
-            | EventMsg::TokenCount(_)
-            | EventMsg::TaskStarted(_)
-            | EventMsg::TaskComplete(_)
-            | EventMsg::TurnAborted(_)
-            | EventMsg::Error(_)
-    )
+/// Whether an event is written to the rollout. Streaming deltas are left out:
+/// the completed items repeat what they add up to.
+pub fn is_persisted_event(msg: &ThreadEventMsg) -> bool {
+    !msg.is_delta()
+}
+
+/// Bytes of each large text field (command output, diffs) an event keeps on disk;
+/// the middle of a longer one is cut out with a note, as in conversation snapshots.
+pub const PERSISTED_FIELD_BYTES: usize = 64 * 1024;
+
+/// `event` with its large text fields cut to [`PERSISTED_FIELD_BYTES`] head and tail.
+pub fn trimmed_for_disk(event: &ThreadEvent) -> std::borrow::Cow<'_, ThreadEvent> {
+    use deputy_protocol::ItemEvent;
+    let trim = |text: &mut String| {
+        if text.len() > PERSISTED_FIELD_BYTES {
+            *text = crate::exec::truncate_middle(text, PERSISTED_FIELD_BYTES).0;
+        }
+    };
+    let big = |text: &str| text.len() > PERSISTED_FIELD_BYTES;
+    match &event.msg {
+        ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::CommandExecution(cmd),
+        }) if big(&cmd.stdout)
+            || big(&cmd.stderr)
+            || big(&cmd.aggregated_output)
+            || big(&cmd.formatted_output) =>
+        {
+            let mut cmd = cmd.clone();
+            for field in [
+                &mut cmd.stdout,
+                &mut cmd.stderr,
+                &mut cmd.aggregated_output,
+                &mut cmd.formatted_output,
+            ] {
+                trim(field);
+            }
+            std::borrow::Cow::Owned(ThreadEvent {
+                msg: ThreadEventMsg::ItemCompleted(ItemEvent {
+                    item: ThreadItem::CommandExecution(cmd),
+                }),
+                ..event.clone()
+            })
+        }
+        ThreadEventMsg::TurnDiff(diff) if big(&diff.unified_diff) => {
+            let mut diff = diff.clone();
+            trim(&mut diff.unified_diff);
+            std::borrow::Cow::Owned(ThreadEvent {
+                msg: ThreadEventMsg::TurnDiff(diff),
+                ..event.clone()
+            })
+        }
+        _ => std::borrow::Cow::Borrowed(event),
+    }
 }
 
 /// One rollout line, newline included, stamped with the current time.
@@ -207,6 +254,27 @@ pub fn encode_line(item: &RolloutItem) -> String {
     let mut line = serde_json::to_string(&Line {
         timestamp: &timestamp,
         item,
+    })
+    .unwrap_or_default();
+    line.push('\n');
+    line
+}
+
+/// The `event` line of `event` (its on-disk form, see [`trimmed_for_disk`]), newline included.
+pub fn encode_event_line(event: &ThreadEvent) -> String {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        timestamp: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        payload: &'a ThreadEvent,
+    }
+    let timestamp = now_timestamp();
+    let trimmed = trimmed_for_disk(event);
+    let mut line = serde_json::to_string(&Line {
+        timestamp: &timestamp,
+        kind: "event",
+        payload: &trimmed,
     })
     .unwrap_or_default();
     line.push('\n');

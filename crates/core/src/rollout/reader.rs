@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use deputy_protocol::ResponseItem;
+use deputy_protocol::{ResponseItem, ThreadEvent};
 
 use super::{RolloutError, RolloutItem, SessionMeta};
 
@@ -39,6 +39,8 @@ pub struct ResumedSession {
     pub history: Vec<ResponseItem>,
     /// How many turns were started.
     pub turns: usize,
+    /// The highest event `seq` in the file (0 when it holds no events): the log continues after it.
+    pub last_seq: u64,
     /// Outputs added for function calls the file leaves unanswered (a turn cut
     /// short by a crash); the model API rejects a call without an output.
     pub closed_calls: Vec<ResponseItem>,
@@ -75,6 +77,43 @@ pub fn load_rollout(path: &Path) -> Result<ResumedSession, RolloutError> {
     resumed_from_bytes(&bytes, path)
 }
 
+/// The events of the rollout at `path` with `after < seq < before`, in file order.
+/// Lines of other kinds are skipped without being decoded.
+pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEvent>, RolloutError> {
+    #[derive(serde::Deserialize)]
+    struct EventLine {
+        payload: ThreadEvent,
+    }
+    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
+    let mut events = Vec::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let Some(seq) = event_line_seq(line) else {
+            continue;
+        };
+        if seq <= after || seq >= before {
+            continue;
+        }
+        // A torn or unreadable line is skipped, as everywhere else.
+        if let Ok(EventLine { payload }) = serde_json::from_slice::<EventLine>(line) {
+            events.push(payload);
+        }
+    }
+    Ok(events)
+}
+
+/// The `seq` of an `event` line, read from its first bytes; `None` for other lines.
+fn event_line_seq(line: &[u8]) -> Option<u64> {
+    const MARKER: &[u8] = br#""type":"event","payload":{"seq":"#;
+    // `{"timestamp":"YYYY-MM-DDThh:mm:ss.mmmZ",` comes first; look a little past it.
+    let head = &line[..line.len().min(96)];
+    let at = head.windows(MARKER.len()).position(|w| w == MARKER)? + MARKER.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// Rebuilds a thread from a rollout's bytes.
 pub(crate) fn resumed_from_bytes(
     bytes: &[u8],
@@ -83,12 +122,14 @@ pub(crate) fn resumed_from_bytes(
     let mut meta = None;
     let mut history = Vec::new();
     let mut turns = 0;
+    let mut last_seq = 0;
     let scan = scan(bytes, path, |item| match item {
         RolloutItem::SessionMeta(m) => {
             meta.get_or_insert(m);
         }
         RolloutItem::ResponseItem(item) => history.push(item),
         RolloutItem::TurnContext(_) => turns += 1,
+        RolloutItem::Event(event) => last_seq = last_seq.max(event.seq),
         RolloutItem::EventMsg(_) => {}
     });
     let meta = meta.ok_or_else(|| RolloutError::Corrupt {
@@ -102,6 +143,7 @@ pub(crate) fn resumed_from_bytes(
         meta,
         history,
         turns,
+        last_seq,
         closed_calls,
         warnings: scan.warnings,
         tail: scan.tail,

@@ -12,14 +12,14 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use deputy_protocol::{EventMsg, ResponseItem};
+use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
 
 use super::reader::{Tail, resumed_from_bytes};
 use super::{
-    ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord, encode_line,
-    is_persisted_event, paths,
+    ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord, encode_event_line,
+    encode_line, is_persisted_event, paths,
 };
 
 /// Room for a turn's worth of records between flushes.
@@ -134,13 +134,16 @@ impl RolloutRecorder {
         }
     }
 
-    /// Queues an event, if it is one of the kinds kept (see [`super::is_persisted_event`]).
-    pub fn record_event(&self, msg: &EventMsg) {
-        if is_persisted_event(msg) {
-            self.send(Command::Record(encode_line(&RolloutItem::EventMsg(
-                msg.clone(),
-            ))));
+    /// Queues an event, if it is one of the kinds kept (see [`super::is_persisted_event`]),
+    /// and returns the bytes it takes on disk (0 when it is not kept).
+    pub fn record_event(&self, event: &ThreadEvent) -> usize {
+        if !is_persisted_event(&event.msg) {
+            return 0;
         }
+        let line = encode_event_line(event);
+        let len = line.len();
+        self.send(Command::Record(line));
+        len
     }
 
     /// Queues the settings a turn starts with.

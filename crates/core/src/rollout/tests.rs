@@ -2,8 +2,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use deputy_protocol::{
-    AgentMessageEvent, AskForApproval, DeltaEvent, EventMsg, ResponseItem, SandboxMode,
-    SandboxPolicy, TaskCompleteEvent, UserMessageEvent,
+    AgentMessageItem, AskForApproval, ItemDeltaEvent, ItemEvent, ResponseItem, SandboxMode,
+    SandboxPolicy, TaskCompleteEvent, ThreadEvent, ThreadEventMsg, ThreadItem, UserMessageItem,
 };
 use pretty_assertions::assert_eq;
 use uuid::{NoContext, Timestamp, Uuid};
@@ -46,6 +46,28 @@ fn context(turn_id: &str) -> TurnContextRecord {
     }
 }
 
+fn event(seq: u64, msg: ThreadEventMsg) -> ThreadEvent {
+    ThreadEvent {
+        seq,
+        thread_id: "t".into(),
+        turn_id: Some("1".into()),
+        submission_id: "1".into(),
+        msg,
+    }
+}
+
+fn user_message(seq: u64, text: String) -> ThreadEvent {
+    event(
+        seq,
+        ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::UserMessage(UserMessageItem {
+                id: format!("item-{seq}"),
+                text,
+            }),
+        }),
+    )
+}
+
 fn call(call_id: &str) -> ResponseItem {
     ResponseItem::FunctionCall {
         id: None,
@@ -71,16 +93,17 @@ async fn one_turn(home: &Path, id: &str) -> RolloutRecorder {
     )
     .expect("create");
     recorder.record_turn_context(context("1"));
-    recorder.record_event(&EventMsg::UserMessage(UserMessageEvent {
-        message: "list files".into(),
-    }));
+    recorder.record_event(&user_message(1, "list files".into()));
     recorder.record_items([&ResponseItem::user_text("list files")]);
     recorder.record_items([&call("c1"), &output("c1", "a.txt")]);
     recorder.record_items([&ResponseItem::assistant_text("one file")]);
-    recorder.record_event(&EventMsg::TaskComplete(TaskCompleteEvent {
-        turn_id: "1".into(),
-        last_agent_message: Some("one file".into()),
-    }));
+    recorder.record_event(&event(
+        2,
+        ThreadEventMsg::TurnComplete(TaskCompleteEvent {
+            turn_id: "1".into(),
+            last_agent_message: Some("one file".into()),
+        }),
+    ));
     recorder.sync().await.expect("sync");
     recorder
 }
@@ -168,12 +191,12 @@ async fn each_line_carries_a_utc_timestamp_a_type_and_a_payload() {
             "session_meta",
             "response_item",
             "turn_context",
-            "event_msg",
+            "event",
             "response_item",
             "response_item",
             "response_item",
             "response_item",
-            "event_msg"
+            "event"
         ]
     );
     assert!(text.starts_with(r#"{"timestamp":""#));
@@ -186,18 +209,30 @@ async fn streaming_deltas_are_not_persisted() {
     let home = tempfile::tempdir().expect("tempdir");
     let recorder = one_turn(home.path(), &id_at(1_741_064_767)).await;
     let before = std::fs::metadata(recorder.path()).expect("stat").len();
-    recorder.record_event(&EventMsg::AgentMessageDelta(DeltaEvent {
-        delta: "x".into(),
-    }));
-    recorder.record_event(&EventMsg::AgentMessage(AgentMessageEvent {
-        message: "whole".into(),
-    }));
+    recorder.record_event(&event(
+        3,
+        ThreadEventMsg::AgentMessageDelta(ItemDeltaEvent {
+            item_id: "m".into(),
+            delta: "x".into(),
+        }),
+    ));
+    recorder.record_event(&event(
+        4,
+        ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::AgentMessage(AgentMessageItem {
+                id: "m".into(),
+                text: "whole".into(),
+            }),
+        }),
+    ));
     recorder.sync().await.expect("sync");
     let text = std::fs::read_to_string(recorder.path()).expect("read");
     assert!(!text.contains("agent_message_delta"));
     let added = &text[before as usize..];
     assert_eq!(added.lines().count(), 1);
-    assert!(added.contains(r#""type":"agent_message","message":"whole""#));
+    assert!(added.contains(r#""type":"agent_message","id":"m","text":"whole""#));
+    let read = read_events(recorder.path(), 0, u64::MAX).expect("read events");
+    assert_eq!(read.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 4]);
 }
 
 #[tokio::test]
@@ -355,9 +390,10 @@ async fn sessions_are_listed_newest_first_with_preview_turns_and_cwd_filter() {
         let recorder = RolloutRecorder::create(home.path(), &meta(&id, dir), &[]).expect("create");
         for turn in 0..=n {
             recorder.record_turn_context(context(&turn.to_string()));
-            recorder.record_event(&EventMsg::UserMessage(UserMessageEvent {
-                message: format!("prompt {n}.{turn}\nwith a second line {}", "y".repeat(80)),
-            }));
+            recorder.record_event(&user_message(
+                turn as u64 + 1,
+                format!("prompt {n}.{turn}\nwith a second line {}", "y".repeat(80)),
+            ));
         }
         recorder.sync().await.expect("sync");
         // Make the oldest id the most recently updated.

@@ -7,7 +7,7 @@ mod spec;
 
 use std::path::PathBuf;
 
-use deputy_protocol::{EventMsg, UpdatePlanArgs};
+use deputy_protocol::UpdatePlanArgs;
 use serde::de::DeserializeOwned;
 
 pub(crate) use diff::TurnDiffTracker;
@@ -46,7 +46,7 @@ pub(crate) async fn handle_call(
         },
         names::UPDATE_PLAN => match parse::<UpdatePlanArgs>(arguments) {
             Ok(args) => {
-                ctx.emit(EventMsg::PlanUpdate(args));
+                ctx.update_plan(args);
                 Ok("Plan updated".to_string())
             }
             Err(message) => Ok(message),

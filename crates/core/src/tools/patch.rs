@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use deputy_apply_patch::{PlannedChange, apply_planned, parse_patch, plan_patch};
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, EventMsg, FileChange, PatchApplyBeginEvent, PatchApplyEndEvent,
-    ReviewDecision, TurnDiffEvent, WarningEvent,
+    ApplyPatchApprovalRequestEvent, ApprovalResolvedEvent, FileChange, FileChangeItem,
+    PatchApplyStatus, PatchApprovalRequest, ReviewDecision, ThreadEventMsg, ThreadItem,
+    TurnDiffEvent, WarningEvent,
 };
 
 use crate::safety::{PatchAssessment, assess_patch};
 use crate::sandboxing;
 use crate::thread::lock;
-use crate::turn::{TurnContext, TurnStop};
+use crate::turn::{TurnContext, TurnStop, new_item_id};
 
 /// Applies a patch under the session's policies and returns the model's text.
 pub(super) async fn apply(
@@ -31,39 +32,71 @@ pub(super) async fn apply(
     })
     .await
     .unwrap_or_else(|e| Err(format!("planning the patch failed: {e}")));
+    let mut item = FileChangeItem {
+        id: new_item_id(),
+        call_id: call_id.to_string(),
+        changes: BTreeMap::new(),
+        status: PatchApplyStatus::InProgress,
+        started: false,
+        auto_approved: false,
+        stdout: String::new(),
+        stderr: String::new(),
+    };
     let planned = match planned {
         Ok(planned) => Arc::new(planned),
-        Err(message) => return Ok(format!("apply_patch verification failed: {message}")),
+        Err(message) => {
+            // A patch that does not verify is still reported, so that front doors can show it.
+            item.status = PatchApplyStatus::Failed;
+            item.stderr = message.clone();
+            ctx.item_started(ThreadItem::FileChange(item.clone()));
+            ctx.item_completed(ThreadItem::FileChange(item));
+            return Ok(format!("apply_patch verification failed: {message}"));
+        }
     };
     let touched = touched_paths(&planned);
-    let changes = file_changes(&planned);
+    item.changes = file_changes(&planned);
+    ctx.item_started(ThreadItem::FileChange(item.clone()));
     let config = &ctx.session.config;
     let roots = sandboxing::writable_roots(config);
     let writable = config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess
         || touched.iter().all(|p| roots.allows(p));
     let approvals = &ctx.session.approvals;
-    let auto_approved = match assess_patch(
+    let declined = |mut item: FileChangeItem, told: &str| {
+        item.status = PatchApplyStatus::Declined;
+        item.stderr = told.to_string();
+        ctx.item_completed(ThreadItem::FileChange(item));
+    };
+    item.auto_approved = match assess_patch(
         config.approval_policy,
         config.sandbox_mode,
         writable,
         approvals.files_approved_for_session(touched.iter()),
     ) {
-        PatchAssessment::Reject(reason) => return Ok(reason),
+        PatchAssessment::Reject(reason) => {
+            declined(item, &reason);
+            return Ok(reason);
+        }
         PatchAssessment::Apply => true,
         PatchAssessment::Ask => {
             let pending = approvals.register(call_id);
-            ctx.emit(EventMsg::ApplyPatchApprovalRequest(
-                ApplyPatchApprovalRequestEvent {
+            ctx.emit(ThreadEventMsg::PatchApprovalRequest(PatchApprovalRequest {
+                item_id: item.id.clone(),
+                request: ApplyPatchApprovalRequestEvent {
                     call_id: call_id.to_string(),
                     turn_id: ctx.turn_id.clone(),
-                    changes: changes.clone(),
+                    changes: item.changes.clone(),
                     reason: (!writable).then(|| {
                         "the patch writes outside the sandbox's writable roots".to_string()
                     }),
                     grant_root: None,
                 },
-            ));
+            }));
             let answer = pending.wait(&ctx.cancel).await;
+            ctx.emit(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
+                item_id: item.id.clone(),
+                call_id: call_id.to_string(),
+                decision: answer.decision,
+            }));
             match answer.decision {
                 ReviewDecision::Approved => {}
                 ReviewDecision::ApprovedForSession => {
@@ -71,27 +104,25 @@ pub(super) async fn apply(
                 }
                 ReviewDecision::Abort => return Err(TurnStop::Aborted),
                 ReviewDecision::Denied | ReviewDecision::TimedOut => {
-                    return Ok(match answer.reason {
+                    let told = match answer.reason {
                         Some(reason) => {
-                            ctx.emit(EventMsg::Warning(WarningEvent {
+                            ctx.emit(ThreadEventMsg::Warning(WarningEvent {
                                 message: format!("patch not approved: {reason}"),
                             }));
                             format!("The patch was not applied: approval was denied ({reason}).")
                         }
                         None => "The user declined this patch; nothing was changed. Do not retry it unchanged.".to_string(),
-                    });
+                    };
+                    declined(item, &told);
+                    return Ok(told);
                 }
             }
             false
         }
     };
 
-    ctx.emit(EventMsg::PatchApplyBegin(PatchApplyBeginEvent {
-        call_id: call_id.to_string(),
-        turn_id: ctx.turn_id.clone(),
-        auto_approved,
-        changes,
-    }));
+    item.started = true;
+    ctx.item_updated(ThreadItem::FileChange(item.clone()));
     lock(&ctx.diff).remember_baseline(&planned);
     let to_apply = planned.clone();
     let result = tokio::task::spawn_blocking(move || {
@@ -101,23 +132,21 @@ pub(super) async fn apply(
     })
     .await
     .unwrap_or_else(|e| Err(format!("applying the patch failed: {e}")));
-    let (success, stdout, stderr) = match result {
-        Ok(summary) => (true, summary, String::new()),
-        Err(err) => (false, String::new(), err),
-    };
-    ctx.emit(EventMsg::PatchApplyEnd(PatchApplyEndEvent {
-        call_id: call_id.to_string(),
-        turn_id: ctx.turn_id.clone(),
-        stdout: stdout.clone(),
-        stderr: stderr.clone(),
-        success,
-    }));
-    if success {
-        let unified_diff = lock(&ctx.diff).diff(&config.cwd);
-        ctx.emit(EventMsg::TurnDiff(TurnDiffEvent { unified_diff }));
-        Ok(stdout)
-    } else {
-        Ok(format!("apply_patch failed; nothing was changed: {stderr}"))
+    match result {
+        Ok(summary) => {
+            item.status = PatchApplyStatus::Completed;
+            item.stdout = summary.clone();
+            ctx.item_completed(ThreadItem::FileChange(item));
+            let unified_diff = lock(&ctx.diff).diff(&config.cwd);
+            ctx.emit(ThreadEventMsg::TurnDiff(TurnDiffEvent { unified_diff }));
+            Ok(summary)
+        }
+        Err(err) => {
+            item.status = PatchApplyStatus::Failed;
+            item.stderr = err.clone();
+            ctx.item_completed(ThreadItem::FileChange(item));
+            Ok(format!("apply_patch failed; nothing was changed: {err}"))
+        }
     }
 }
 

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use deputy_protocol::{
-    EventMsg, ExecApprovalRequestEvent, ExecCommandBeginEvent, ExecCommandEndEvent,
-    ExecCommandOutputDeltaEvent, ReviewDecision, WarningEvent,
+    ApprovalResolvedEvent, CommandExecutionItem, CommandExecutionStatus, CommandOutputDeltaEvent,
+    ExecApprovalRequest, ExecApprovalRequestEvent, ReviewDecision, ThreadEventMsg, ThreadItem,
+    WarningEvent,
 };
 
 use crate::approval::CommandApproval;
@@ -13,7 +14,7 @@ use crate::command_safety::{is_known_safe_command, parse_command};
 use crate::exec::{ExecError, ExecRequest, format_exec_output, run_command};
 use crate::safety::{ExecAssessment, ExecRequestFacts, assess_exec, offer_unsandboxed_retry};
 use crate::sandboxing;
-use crate::turn::{TurnContext, TurnStop};
+use crate::turn::{TurnContext, TurnStop, new_item_id};
 
 /// A command the model asked for.
 pub(super) struct ShellRequest<'a> {
@@ -29,6 +30,7 @@ pub(super) struct ShellRequest<'a> {
 pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<String, TurnStop> {
     let config = &ctx.session.config;
     let sandbox = sandboxing::availability(config);
+    let item = CommandItem::new(ctx, &req);
     let assessment = assess_exec(ExecRequestFacts {
         policy: config.approval_policy,
         mode: config.sandbox_mode,
@@ -41,16 +43,20 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
         sandbox_available: sandbox.as_ref().map(|_| ()).map_err(String::as_str),
     });
     let sandboxed = match assessment {
-        ExecAssessment::Reject(reason) => return Ok(reason),
+        ExecAssessment::Reject(reason) => {
+            item.declined(ctx, &reason);
+            return Ok(reason);
+        }
         ExecAssessment::Run { sandboxed } => sandboxed,
         ExecAssessment::Ask { reason } => {
-            if let Some(refusal) = ask(ctx, &req, reason).await? {
+            if let Some(refusal) = ask(ctx, &req, &item, reason).await? {
+                item.declined(ctx, &refusal);
                 return Ok(refusal);
             }
             false
         }
     };
-    let outcome = execute(ctx, &req, sandboxed).await;
+    let outcome = execute(ctx, &req, item, sandboxed).await;
     let Some(failure) = outcome.sandbox_failure.filter(|_| sandboxed) else {
         return Ok(outcome.text);
     };
@@ -62,30 +68,74 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
     if !offer_unsandboxed_retry(config.approval_policy, true) {
         return Ok(with_note);
     }
+    // The re-run is a new command item: the first one has completed (failed).
+    let item = CommandItem::new(ctx, &req);
     let reason =
         format!("the command failed in the sandbox ({failure}); run it again without the sandbox?");
-    if let Some(refusal) = ask(ctx, &req, Some(reason)).await? {
+    if let Some(refusal) = ask(ctx, &req, &item, Some(reason)).await? {
+        item.declined(ctx, &refusal);
         return Ok(format!("{with_note}\n{refusal}"));
     }
-    Ok(execute(ctx, &req, false).await.text)
+    Ok(execute(ctx, &req, item, false).await.text)
+}
+
+/// The command's item, started when the model asks and completed when it is settled.
+struct CommandItem(CommandExecutionItem);
+
+impl CommandItem {
+    fn new(ctx: &TurnContext, req: &ShellRequest<'_>) -> Self {
+        let item = CommandExecutionItem {
+            id: new_item_id(),
+            call_id: req.call_id.to_string(),
+            command: req.argv.clone(),
+            cwd: req.cwd.clone(),
+            parsed_cmd: parse_command(&req.argv),
+            status: CommandExecutionStatus::InProgress,
+            started: false,
+            exit_code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            aggregated_output: String::new(),
+            duration: None,
+            formatted_output: String::new(),
+        };
+        ctx.item_started(ThreadItem::CommandExecution(item.clone()));
+        Self(item)
+    }
+
+    /// Completes the item as not run, with what the model is told.
+    fn declined(mut self, ctx: &TurnContext, told: &str) {
+        self.0.status = CommandExecutionStatus::Declined;
+        self.0.formatted_output = told.to_string();
+        ctx.item_completed(ThreadItem::CommandExecution(self.0));
+    }
 }
 
 /// Asks the user. `Ok(None)` = approved; `Ok(Some(text))` = refused, `text` for the model.
 async fn ask(
     ctx: &TurnContext,
     req: &ShellRequest<'_>,
+    item: &CommandItem,
     reason: Option<String>,
 ) -> Result<Option<String>, TurnStop> {
     let pending = ctx.session.approvals.register(req.call_id);
-    ctx.emit(EventMsg::ExecApprovalRequest(ExecApprovalRequestEvent {
-        call_id: req.call_id.to_string(),
-        turn_id: ctx.turn_id.clone(),
-        command: req.argv.clone(),
-        cwd: req.cwd.clone(),
-        reason,
-        parsed_cmd: parse_command(&req.argv),
+    ctx.emit(ThreadEventMsg::ExecApprovalRequest(ExecApprovalRequest {
+        item_id: item.0.id.clone(),
+        request: ExecApprovalRequestEvent {
+            call_id: req.call_id.to_string(),
+            turn_id: ctx.turn_id.clone(),
+            command: req.argv.clone(),
+            cwd: req.cwd.clone(),
+            reason,
+            parsed_cmd: item.0.parsed_cmd.clone(),
+        },
     }));
     let answer = pending.wait(&ctx.cancel).await;
+    ctx.emit(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
+        item_id: item.0.id.clone(),
+        call_id: req.call_id.to_string(),
+        decision: answer.decision,
+    }));
     match answer.decision {
         ReviewDecision::Approved => Ok(None),
         ReviewDecision::ApprovedForSession => {
@@ -98,7 +148,7 @@ async fn ask(
         ReviewDecision::Denied | ReviewDecision::TimedOut => {
             let text = match answer.reason {
                 Some(reason) => {
-                    ctx.emit(EventMsg::Warning(WarningEvent {
+                    ctx.emit(ThreadEventMsg::Warning(WarningEvent {
                         message: format!("command not approved: {reason}"),
                     }));
                     format!("The command was not run: approval was denied ({reason}).")
@@ -126,22 +176,22 @@ struct Outcome {
     sandbox_failure: Option<String>,
 }
 
-/// Runs the command with begin/delta/end events.
-async fn execute(ctx: &TurnContext, req: &ShellRequest<'_>, sandboxed: bool) -> Outcome {
+/// Runs the command, reporting its item as started, its output, and its end.
+async fn execute(
+    ctx: &TurnContext,
+    req: &ShellRequest<'_>,
+    item: CommandItem,
+    sandboxed: bool,
+) -> Outcome {
     let config = &ctx.session.config;
-    ctx.emit(EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-        call_id: req.call_id.to_string(),
-        turn_id: ctx.turn_id.clone(),
-        command: req.argv.clone(),
-        cwd: req.cwd.clone(),
-        parsed_cmd: parse_command(&req.argv),
-    }));
+    let mut item = item.0;
+    item.started = true;
+    ctx.item_updated(ThreadItem::CommandExecution(item.clone()));
     let argv = if sandboxed {
         sandboxing::confine(config, &req.cwd, &req.argv)
     } else {
         Ok(req.argv.clone())
     };
-    let call_id = req.call_id.to_string();
     let result = match argv {
         Ok(argv) => {
             let exec_req = ExecRequest {
@@ -150,9 +200,11 @@ async fn execute(ctx: &TurnContext, req: &ShellRequest<'_>, sandboxed: bool) -> 
                 timeout: req.timeout,
                 env: config.shell_environment_policy.environment(),
             };
+            let (item_id, call_id) = (item.id.clone(), item.call_id.clone());
             run_command(&exec_req, &ctx.cancel, |stream, chunk| {
-                ctx.emit(EventMsg::ExecCommandOutputDelta(
-                    ExecCommandOutputDeltaEvent {
+                ctx.emit(ThreadEventMsg::CommandOutputDelta(
+                    CommandOutputDeltaEvent {
+                        item_id: item_id.clone(),
                         call_id: call_id.clone(),
                         stream,
                         chunk: chunk.to_vec(),
@@ -163,59 +215,43 @@ async fn execute(ctx: &TurnContext, req: &ShellRequest<'_>, sandboxed: bool) -> 
         }
         Err(why) => Err(ExecError::SandboxUnavailable(why)),
     };
-    let (end, outcome) = match result {
+    let sandbox_failure = match result {
         Ok(output) => {
             let text = format_exec_output(&output, config.tool_output_token_limit);
             let aggregated = output.aggregated.to_text();
             let sandbox_failure = (sandboxed
                 && deputy_sandbox::looks_like_sandbox_denial(output.exit_code, &aggregated))
             .then(|| sandboxing::denial_summary(output.exit_code, &aggregated));
-            let end = ExecCommandEndEvent {
-                call_id: call_id.clone(),
-                turn_id: ctx.turn_id.clone(),
-                command: req.argv.clone(),
-                cwd: req.cwd.clone(),
-                stdout: output.stdout.to_text(),
-                stderr: output.stderr.to_text(),
-                aggregated_output: aggregated,
-                exit_code: output.exit_code,
-                duration: output.duration,
-                formatted_output: text.clone(),
+            item.status = if output.exit_code == 0 {
+                CommandExecutionStatus::Completed
+            } else {
+                CommandExecutionStatus::Failed
             };
-            (
-                end,
-                Outcome {
-                    text,
-                    sandbox_failure,
-                },
-            )
+            item.exit_code = Some(output.exit_code);
+            item.stdout = output.stdout.to_text();
+            item.stderr = output.stderr.to_text();
+            item.aggregated_output = aggregated;
+            item.duration = Some(output.duration);
+            item.formatted_output = text;
+            sandbox_failure
         }
         Err(err) => {
-            let text = match &err {
+            item.formatted_output = match &err {
                 ExecError::Cancelled => "aborted: the command was interrupted".to_string(),
                 other => format!("Exit code: -1\nWall time: 0.0 seconds\nOutput:\n{other}"),
             };
-            let end = ExecCommandEndEvent {
-                call_id: call_id.clone(),
-                turn_id: ctx.turn_id.clone(),
-                command: req.argv.clone(),
-                cwd: req.cwd.clone(),
-                stdout: String::new(),
-                stderr: err.to_string(),
-                aggregated_output: err.to_string(),
-                exit_code: -1,
-                duration: Duration::ZERO,
-                formatted_output: text.clone(),
-            };
-            (
-                end,
-                Outcome {
-                    text,
-                    sandbox_failure: None,
-                },
-            )
+            item.status = CommandExecutionStatus::Failed;
+            item.exit_code = Some(-1);
+            item.stderr = err.to_string();
+            item.aggregated_output = err.to_string();
+            item.duration = Some(Duration::ZERO);
+            None
         }
     };
-    ctx.emit(EventMsg::ExecCommandEnd(end));
-    outcome
+    let text = item.formatted_output.clone();
+    ctx.item_completed(ThreadItem::CommandExecution(item));
+    Outcome {
+        text,
+        sandbox_failure,
+    }
 }

@@ -1,0 +1,207 @@
+use std::sync::Arc;
+
+use deputy_protocol::{ThreadEventMsg, WarningEvent};
+use proptest::prelude::*;
+
+use super::*;
+
+fn warning(n: u64) -> ThreadEventMsg {
+    ThreadEventMsg::Warning(WarningEvent {
+        message: format!("event {n}"),
+    })
+}
+
+fn log() -> Arc<EventLog> {
+    Arc::new(EventLog::new("thread".into(), 1, None))
+}
+
+/// Everything a subscription yields until it would wait, as seqs.
+fn drain_ready(sub: &mut Subscription) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    loop {
+        // Unconstrained: tokio's cooperative budget would otherwise report a ready
+        // channel as pending after a hundred or so receives.
+        let next = futures::FutureExt::now_or_never(tokio::task::unconstrained(sub.next()));
+        match next {
+            Some(Some(Ok(event))) => seqs.push(event.seq),
+            Some(Some(Err(lagged))) => panic!("unexpected lag: {lagged}"),
+            Some(None) | None => return seqs,
+        }
+    }
+}
+
+/// One step of a random interleaving.
+#[derive(Debug, Clone)]
+enum Step {
+    Publish(u8),
+    Subscribe(u8),
+    Read(u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        any::<u8>().prop_map(Step::Publish),
+        any::<u8>().prop_map(Step::Subscribe),
+        any::<u8>().prop_map(Step::Read),
+    ]
+}
+
+proptest! {
+    /// Subscribing at any point, from any earlier seq, with reads interleaved anyhow,
+    /// yields every later event exactly once, in order: no gap and no duplicate where
+    /// the replay hands over to the live stream.
+    #[test]
+    fn replay_then_live_has_no_gap_and_no_duplicate(steps in proptest::collection::vec(step(), 1..200)) {
+        let log = log();
+        let mut subs: Vec<(u64, Subscription, Vec<u64>)> = Vec::new();
+        for step in steps {
+            match step {
+                Step::Publish(n) => {
+                    for _ in 0..=(n % 4) {
+                        let seq = log.last_seq() + 1;
+                        log.publish(None, "", warning(seq));
+                    }
+                }
+                Step::Subscribe(n) => {
+                    let after = u64::from(n) % (log.last_seq() + 1);
+                    let sub = log.subscribe(after);
+                    subs.push((after, sub, Vec::new()));
+                }
+                Step::Read(n) => {
+                    if !subs.is_empty() {
+                        let i = usize::from(n) % subs.len();
+                        let (_, sub, seen) = &mut subs[i];
+                        seen.extend(drain_ready(sub));
+                    }
+                }
+            }
+        }
+        let last = log.last_seq();
+        for (after, mut sub, mut seen) in subs {
+            seen.extend(drain_ready(&mut sub));
+            let expected: Vec<u64> = (after + 1..=last).collect();
+            prop_assert_eq!(seen, expected);
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_subscribers_see_the_same_sequence() {
+    let log = log();
+    log.publish(None, "", warning(1));
+    let mut a = log.subscribe(0);
+    let mut b = log.subscribe(0);
+    for n in 2..=50 {
+        log.publish(Some("turn"), "sub", warning(n));
+    }
+    log.close();
+    let mut seen_a = Vec::new();
+    while let Some(event) = a.next().await {
+        seen_a.push(event.expect("no lag"));
+    }
+    let mut seen_b = Vec::new();
+    while let Some(event) = b.next().await {
+        seen_b.push(event.expect("no lag"));
+    }
+    assert_eq!(seen_a.len(), 50);
+    assert_eq!(seen_a, seen_b);
+}
+
+#[tokio::test]
+async fn a_stalled_subscriber_is_cut_off_with_its_position_and_others_get_everything() {
+    let log = log();
+    let mut stalled = log.subscribe(0);
+    let mut reader = log.subscribe(0);
+    let total = (SUBSCRIBER_BUFFER + 100) as u64;
+    let mut read = Vec::new();
+    for n in 1..=total {
+        // Publishing never waits: the stalled subscriber's full buffer does not matter.
+        log.publish(None, "", warning(n));
+        read.extend(drain_ready(&mut reader));
+    }
+    assert!(
+        read == (1..=total).collect::<Vec<_>>(),
+        "the reader missed events"
+    );
+
+    let mut got = 0u64;
+    let lag = loop {
+        match stalled.next().await {
+            Some(Ok(_)) => got += 1,
+            Some(Err(lagged)) => break lagged,
+            None => panic!("the stalled subscriber ended without being told it lagged"),
+        }
+    };
+    assert_eq!(got, SUBSCRIBER_BUFFER as u64);
+    assert_eq!(lag.last_seq, SUBSCRIBER_BUFFER as u64);
+    assert!(stalled.next().await.is_none());
+
+    // Subscribing again from where it stopped fills the gap exactly.
+    let mut again = stalled.resubscribe();
+    let rest = drain_ready(&mut again);
+    assert!(
+        rest == (SUBSCRIBER_BUFFER as u64 + 1..=total).collect::<Vec<_>>(),
+        "the resubscription did not continue exactly after the lag"
+    );
+}
+
+#[tokio::test]
+async fn the_window_is_bounded_and_closing_ends_subscriptions() {
+    let log = log();
+    for n in 1..=(WINDOW_EVENTS as u64 + 10) {
+        log.publish(None, "", warning(n));
+    }
+    // Without a rollout, what fell out of the window is gone: replay starts at the window.
+    let mut late = log.subscribe(0);
+    let seqs = drain_ready(&mut late);
+    assert_eq!(seqs.len(), WINDOW_EVENTS);
+    assert_eq!(seqs[0], 11);
+    log.close();
+    assert!(late.next().await.is_none());
+}
+
+#[tokio::test]
+async fn a_durable_publish_holds_later_events_until_it_is_delivered() {
+    let log = log();
+    let mut sub = log.subscribe(0);
+    let durable = {
+        let log = log.clone();
+        tokio::spawn(async move {
+            log.publish_durable(
+                Some("t"),
+                "",
+                ThreadEventMsg::TurnFailed(deputy_protocol::ErrorEvent {
+                    message: "end".into(),
+                }),
+            )
+            .await
+        })
+    };
+    let end_seq = durable.await.expect("durable publish");
+    log.publish(None, "", warning(2));
+    assert_eq!(drain_ready(&mut sub), vec![end_seq, end_seq + 1]);
+}
+
+#[tokio::test]
+async fn the_active_turn_is_cleared_when_its_end_is_delivered() {
+    let log = log();
+    log.publish(
+        Some("t1"),
+        "s",
+        ThreadEventMsg::TurnStarted(deputy_protocol::TaskStartedEvent {
+            turn_id: "t1".into(),
+            model_context_window: None,
+        }),
+    );
+    assert_eq!(log.active_turn().as_deref(), Some("t1"));
+    log.publish_durable(
+        Some("t1"),
+        "s",
+        ThreadEventMsg::TurnComplete(deputy_protocol::TaskCompleteEvent {
+            turn_id: "t1".into(),
+            last_agent_message: None,
+        }),
+    )
+    .await;
+    assert_eq!(log.active_turn(), None);
+}

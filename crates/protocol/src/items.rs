@@ -1,0 +1,176 @@
+//! Items: the things a turn produces, each with an engine-minted id, reported as
+//! started, updated and completed.
+//!
+//! Front doors that speak in items (the app-server, `deputy exec --json`) map these
+//! directly; the Codex events of `codex/event` are derived from them in one place
+//! ([`crate::legacy_events`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{FileChange, ParsedCommand, PlanItem};
+
+/// One item of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ThreadItem {
+    /// The user's input that started the turn.
+    UserMessage(UserMessageItem),
+    /// A message from the model.
+    AgentMessage(AgentMessageItem),
+    /// The model's reasoning summary.
+    Reasoning(ReasoningItem),
+    /// A command the model asked to run.
+    CommandExecution(CommandExecutionItem),
+    /// A patch the model asked to apply.
+    FileChange(FileChangeItem),
+    /// The model's plan (`update_plan`), one item per turn, updated in place.
+    Plan(PlanUpdateItem),
+}
+
+impl ThreadItem {
+    /// The item's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::UserMessage(item) => &item.id,
+            Self::AgentMessage(item) => &item.id,
+            Self::Reasoning(item) => &item.id,
+            Self::CommandExecution(item) => &item.id,
+            Self::FileChange(item) => &item.id,
+            Self::Plan(item) => &item.id,
+        }
+    }
+}
+
+/// The user's input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserMessageItem {
+    /// Item id.
+    pub id: String,
+    /// The text the user sent.
+    pub text: String,
+}
+
+/// A message from the model; `text` is complete once the item completes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentMessageItem {
+    /// Item id.
+    pub id: String,
+    /// The message so far.
+    pub text: String,
+}
+
+/// The model's reasoning summary; `text` is complete once the item completes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningItem {
+    /// Item id.
+    pub id: String,
+    /// The reasoning so far.
+    pub text: String,
+}
+
+/// Where a command stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandExecutionStatus {
+    /// Asked for, waiting for approval, or running.
+    InProgress,
+    /// Ran and exited 0.
+    Completed,
+    /// Ran and failed (non-zero exit, timeout, could not start, interrupted).
+    Failed,
+    /// Not run: the user or the policy said no.
+    Declined,
+}
+
+/// A command the model asked to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandExecutionItem {
+    /// Item id.
+    pub id: String,
+    /// The model's tool call id.
+    pub call_id: String,
+    /// The argv.
+    pub command: Vec<String>,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// How the command was understood.
+    pub parsed_cmd: Vec<ParsedCommand>,
+    /// Where it stands.
+    pub status: CommandExecutionStatus,
+    /// Whether the process has been started (false while waiting for approval).
+    #[serde(default)]
+    pub started: bool,
+    /// Exit code, once it ran (-1 when it never started or was killed without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Captured standard output (capped).
+    #[serde(default)]
+    pub stdout: String,
+    /// Captured standard error (capped).
+    #[serde(default)]
+    pub stderr: String,
+    /// Both streams interleaved as they arrived (capped).
+    #[serde(default)]
+    pub aggregated_output: String,
+    /// Wall time, once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Duration>,
+    /// The text the model was given.
+    #[serde(default)]
+    pub formatted_output: String,
+}
+
+/// Where a patch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchApplyStatus {
+    /// Asked for, waiting for approval, or being applied.
+    InProgress,
+    /// Every change landed.
+    Completed,
+    /// Nothing changed: it could not be applied.
+    Failed,
+    /// Not applied: the user or the policy said no.
+    Declined,
+}
+
+/// A patch the model asked to apply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileChangeItem {
+    /// Item id.
+    pub id: String,
+    /// The model's tool call id.
+    pub call_id: String,
+    /// Path → change.
+    pub changes: BTreeMap<PathBuf, FileChange>,
+    /// Where it stands.
+    pub status: PatchApplyStatus,
+    /// Whether applying has begun (false while waiting for approval).
+    #[serde(default)]
+    pub started: bool,
+    /// Whether it was applied without asking.
+    #[serde(default)]
+    pub auto_approved: bool,
+    /// Summary of what was applied.
+    #[serde(default)]
+    pub stdout: String,
+    /// Why it failed, if it did.
+    #[serde(default)]
+    pub stderr: String,
+}
+
+/// The model's plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanUpdateItem {
+    /// Item id.
+    pub id: String,
+    /// Why the plan changed, as the model last said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    /// The whole plan, as last updated.
+    pub plan: Vec<PlanItem>,
+}

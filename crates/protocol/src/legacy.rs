@@ -1,0 +1,237 @@
+//! The one translation from the engine's item events to Codex's `EventMsg`s, which
+//! `codex/event` and `deputy exec`'s raw event lines carry unchanged for clients
+//! written against Codex.
+
+use crate::{
+    AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, DeltaEvent, Event, EventMsg,
+    ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, FileChangeItem,
+    PatchApplyBeginEvent, PatchApplyEndEvent, PatchApplyStatus, ThreadEvent, ThreadEventMsg,
+    ThreadItem, UpdatePlanArgs, UserMessageEvent,
+};
+
+/// The Codex events an engine event stands for, in order (often one, sometimes none).
+pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
+    let turn_id = event.turn_id.clone().unwrap_or_default();
+    let msgs: Vec<EventMsg> = match &event.msg {
+        ThreadEventMsg::SessionConfigured(e) => vec![EventMsg::SessionConfigured(e.clone())],
+        ThreadEventMsg::TurnStarted(e) => vec![EventMsg::TaskStarted(e.clone())],
+        ThreadEventMsg::ItemStarted(e) => match &e.item {
+            ThreadItem::Plan(plan) => vec![plan_update(plan)],
+            ThreadItem::UserMessage(_)
+            | ThreadItem::AgentMessage(_)
+            | ThreadItem::Reasoning(_)
+            | ThreadItem::CommandExecution(_)
+            | ThreadItem::FileChange(_) => Vec::new(),
+        },
+        ThreadEventMsg::ItemUpdated(e) => match &e.item {
+            ThreadItem::CommandExecution(cmd) if cmd.started => {
+                vec![EventMsg::ExecCommandBegin(exec_begin(cmd, &turn_id))]
+            }
+            ThreadItem::FileChange(patch) if patch.started => {
+                vec![EventMsg::PatchApplyBegin(patch_begin(patch, &turn_id))]
+            }
+            ThreadItem::Plan(plan) => vec![plan_update(plan)],
+            ThreadItem::CommandExecution(_)
+            | ThreadItem::FileChange(_)
+            | ThreadItem::UserMessage(_)
+            | ThreadItem::AgentMessage(_)
+            | ThreadItem::Reasoning(_) => Vec::new(),
+        },
+        ThreadEventMsg::ItemCompleted(e) => match &e.item {
+            ThreadItem::UserMessage(m) => vec![EventMsg::UserMessage(UserMessageEvent {
+                message: m.text.clone(),
+            })],
+            ThreadItem::AgentMessage(m) => vec![EventMsg::AgentMessage(AgentMessageEvent {
+                message: m.text.clone(),
+            })],
+            ThreadItem::Reasoning(r) if !r.text.is_empty() => {
+                vec![EventMsg::AgentReasoning(AgentReasoningEvent {
+                    text: r.text.clone(),
+                })]
+            }
+            // Codex reports only commands and patches that ran; one that never started
+            // (declined, refused, interrupted while waiting) has no begin to close.
+            ThreadItem::CommandExecution(cmd) if cmd.started => {
+                vec![EventMsg::ExecCommandEnd(exec_end(cmd, &turn_id))]
+            }
+            ThreadItem::FileChange(patch) if patch.started => {
+                vec![EventMsg::PatchApplyEnd(patch_end(patch, &turn_id))]
+            }
+            ThreadItem::Reasoning(_)
+            | ThreadItem::CommandExecution(_)
+            | ThreadItem::FileChange(_)
+            | ThreadItem::Plan(_) => Vec::new(),
+        },
+        ThreadEventMsg::AgentMessageDelta(d) => vec![EventMsg::AgentMessageDelta(DeltaEvent {
+            delta: d.delta.clone(),
+        })],
+        ThreadEventMsg::ReasoningDelta(d) => vec![EventMsg::AgentReasoningDelta(DeltaEvent {
+            delta: d.delta.clone(),
+        })],
+        ThreadEventMsg::CommandOutputDelta(d) => {
+            vec![EventMsg::ExecCommandOutputDelta(
+                ExecCommandOutputDeltaEvent {
+                    call_id: d.call_id.clone(),
+                    stream: d.stream,
+                    chunk: d.chunk.clone(),
+                },
+            )]
+        }
+        ThreadEventMsg::ExecApprovalRequest(r) => {
+            vec![EventMsg::ExecApprovalRequest(r.request.clone())]
+        }
+        ThreadEventMsg::PatchApprovalRequest(r) => {
+            vec![EventMsg::ApplyPatchApprovalRequest(r.request.clone())]
+        }
+        ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
+        ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
+        ThreadEventMsg::TokenCount(e) => vec![EventMsg::TokenCount(e.clone())],
+        ThreadEventMsg::StreamError(e) => vec![EventMsg::StreamError(e.clone())],
+        ThreadEventMsg::Warning(e) => vec![EventMsg::Warning(e.clone())],
+        ThreadEventMsg::TurnComplete(e) => vec![EventMsg::TaskComplete(e.clone())],
+        ThreadEventMsg::TurnAborted(e) => vec![EventMsg::TurnAborted(e.clone())],
+        ThreadEventMsg::TurnFailed(e) => vec![EventMsg::Error(e.clone())],
+        ThreadEventMsg::ShutdownComplete => vec![EventMsg::ShutdownComplete],
+    };
+    msgs.into_iter()
+        .map(|msg| Event {
+            id: event.submission_id.clone(),
+            msg,
+        })
+        .collect()
+}
+
+fn plan_update(plan: &crate::PlanUpdateItem) -> EventMsg {
+    EventMsg::PlanUpdate(UpdatePlanArgs {
+        explanation: plan.explanation.clone(),
+        plan: plan.plan.clone(),
+    })
+}
+
+fn exec_begin(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandBeginEvent {
+    ExecCommandBeginEvent {
+        call_id: cmd.call_id.clone(),
+        turn_id: turn_id.to_string(),
+        command: cmd.command.clone(),
+        cwd: cmd.cwd.clone(),
+        parsed_cmd: cmd.parsed_cmd.clone(),
+    }
+}
+
+fn exec_end(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandEndEvent {
+    ExecCommandEndEvent {
+        call_id: cmd.call_id.clone(),
+        turn_id: turn_id.to_string(),
+        command: cmd.command.clone(),
+        cwd: cmd.cwd.clone(),
+        stdout: cmd.stdout.clone(),
+        stderr: cmd.stderr.clone(),
+        aggregated_output: cmd.aggregated_output.clone(),
+        exit_code: cmd.exit_code.unwrap_or(-1),
+        duration: cmd.duration.unwrap_or_default(),
+        formatted_output: cmd.formatted_output.clone(),
+    }
+}
+
+fn patch_begin(patch: &FileChangeItem, turn_id: &str) -> PatchApplyBeginEvent {
+    PatchApplyBeginEvent {
+        call_id: patch.call_id.clone(),
+        turn_id: turn_id.to_string(),
+        auto_approved: patch.auto_approved,
+        changes: patch.changes.clone(),
+    }
+}
+
+fn patch_end(patch: &FileChangeItem, turn_id: &str) -> PatchApplyEndEvent {
+    PatchApplyEndEvent {
+        call_id: patch.call_id.clone(),
+        turn_id: turn_id.to_string(),
+        stdout: patch.stdout.clone(),
+        stderr: patch.stderr.clone(),
+        success: patch.status == PatchApplyStatus::Completed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CommandExecutionStatus, ItemEvent, ThreadItem};
+    use pretty_assertions::assert_eq;
+
+    fn command(status: CommandExecutionStatus, started: bool) -> ThreadItem {
+        ThreadItem::CommandExecution(CommandExecutionItem {
+            id: "item-1".into(),
+            call_id: "call-1".into(),
+            command: vec!["ls".into()],
+            cwd: "/w".into(),
+            parsed_cmd: Vec::new(),
+            status,
+            started,
+            exit_code: started.then_some(0),
+            stdout: "a\n".into(),
+            stderr: String::new(),
+            aggregated_output: "a\n".into(),
+            duration: None,
+            formatted_output: "Exit code: 0".into(),
+        })
+    }
+
+    fn event(msg: ThreadEventMsg) -> ThreadEvent {
+        ThreadEvent {
+            seq: 7,
+            thread_id: "t".into(),
+            turn_id: Some("turn-1".into()),
+            submission_id: "3".into(),
+            msg,
+        }
+    }
+
+    fn kinds(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| {
+                serde_json::to_value(&e.msg).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_command_item_becomes_begin_then_end_with_the_turn_and_submission_ids() {
+        let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
+            item: command(CommandExecutionStatus::InProgress, false),
+        }));
+        assert!(legacy_events(&started).is_empty());
+        let running = legacy_events(&event(ThreadEventMsg::ItemUpdated(ItemEvent {
+            item: command(CommandExecutionStatus::InProgress, true),
+        })));
+        assert_eq!(kinds(&running), ["exec_command_begin"]);
+        assert_eq!(running[0].id, "3");
+        let EventMsg::ExecCommandBegin(begin) = &running[0].msg else {
+            unreachable!()
+        };
+        assert_eq!(begin.turn_id, "turn-1");
+        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: command(CommandExecutionStatus::Completed, true),
+        })));
+        assert_eq!(kinds(&done), ["exec_command_end"]);
+    }
+
+    #[test]
+    fn a_command_that_never_started_has_no_codex_events() {
+        let declined = event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: command(CommandExecutionStatus::Declined, false),
+        }));
+        assert!(legacy_events(&declined).is_empty());
+    }
+
+    #[test]
+    fn turn_ends_map_to_codex_turn_ends() {
+        let failed = legacy_events(&event(ThreadEventMsg::TurnFailed(crate::ErrorEvent {
+            message: "boom".into(),
+        })));
+        assert_eq!(kinds(&failed), ["error"]);
+    }
+}

@@ -1,0 +1,150 @@
+//! The engine's own events: one numbered log per thread, in terms of items.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    ApplyPatchApprovalRequestEvent, ErrorEvent, ExecApprovalRequestEvent, ExecOutputStream,
+    ReviewDecision, SessionConfiguredEvent, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent,
+    ThreadItem, TokenCountEvent, TurnAbortedEvent, TurnDiffEvent, WarningEvent,
+};
+
+/// One entry of a thread's event log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadEvent {
+    /// Position in the thread's log: starts at 1, increases by one per event, never reused,
+    /// continued across restarts.
+    pub seq: u64,
+    /// The thread.
+    pub thread_id: String,
+    /// The turn it belongs to; `None` for thread-level events (`session_configured`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// The id of the submission that caused it (`""` for thread-level events); Codex's `Event.id`.
+    #[serde(default)]
+    pub submission_id: String,
+    /// What happened.
+    pub msg: ThreadEventMsg,
+}
+
+/// Everything a thread reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ThreadEventMsg {
+    /// The thread is configured: the first event of a thread, and again whenever it is resumed.
+    SessionConfigured(SessionConfiguredEvent),
+    /// A turn began.
+    TurnStarted(TaskStartedEvent),
+    /// An item began.
+    ItemStarted(ItemEvent),
+    /// An item changed state: a command's process started, a patch began applying, the plan changed.
+    ItemUpdated(ItemEvent),
+    /// An item is finished; this is its final form.
+    ItemCompleted(ItemEvent),
+    /// A piece of an agent message item's text as it streams.
+    AgentMessageDelta(ItemDeltaEvent),
+    /// A piece of a reasoning item's text as it streams.
+    ReasoningDelta(ItemDeltaEvent),
+    /// A chunk of a running command's output.
+    CommandOutputDelta(CommandOutputDeltaEvent),
+    /// A command item needs the user's approval before it runs.
+    ExecApprovalRequest(ExecApprovalRequest),
+    /// A file change item needs the user's approval before it is applied.
+    PatchApprovalRequest(PatchApprovalRequest),
+    /// An approval request was answered (by the user, or by the driver for them).
+    ApprovalResolved(ApprovalResolvedEvent),
+    /// The turn's cumulative diff changed.
+    TurnDiff(TurnDiffEvent),
+    /// Token usage after a model response.
+    TokenCount(TokenCountEvent),
+    /// The model stream failed and is being retried.
+    StreamError(StreamErrorEvent),
+    /// Something non-fatal the user should know.
+    Warning(WarningEvent),
+    /// The turn finished.
+    TurnComplete(TaskCompleteEvent),
+    /// The turn was stopped before it finished.
+    TurnAborted(TurnAbortedEvent),
+    /// The turn failed.
+    TurnFailed(ErrorEvent),
+    /// The thread has stopped.
+    ShutdownComplete,
+}
+
+impl ThreadEventMsg {
+    /// Whether this event ends a turn.
+    pub fn ends_turn(&self) -> bool {
+        matches!(
+            self,
+            Self::TurnComplete(_) | Self::TurnAborted(_) | Self::TurnFailed(_)
+        )
+    }
+
+    /// Whether this is a streaming delta, whose content its completed item repeats.
+    pub fn is_delta(&self) -> bool {
+        matches!(
+            self,
+            Self::AgentMessageDelta(_) | Self::ReasoningDelta(_) | Self::CommandOutputDelta(_)
+        )
+    }
+}
+
+/// Payload of `item_started`, `item_updated` and `item_completed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemEvent {
+    /// The item as it now stands.
+    pub item: ThreadItem,
+}
+
+/// Payload of text deltas.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemDeltaEvent {
+    /// The item the text belongs to.
+    pub item_id: String,
+    /// The new text.
+    pub delta: String,
+}
+
+/// Payload of `command_output_delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandOutputDeltaEvent {
+    /// The command item.
+    pub item_id: String,
+    /// The model's tool call id.
+    pub call_id: String,
+    /// Which stream.
+    pub stream: ExecOutputStream,
+    /// Raw bytes, base64 on the wire.
+    #[serde(with = "crate::events::base64_bytes")]
+    pub chunk: Vec<u8>,
+}
+
+/// Payload of `exec_approval_request`: the Codex request plus the item it is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecApprovalRequest {
+    /// The command item waiting for the answer.
+    pub item_id: String,
+    /// What is asked.
+    #[serde(flatten)]
+    pub request: ExecApprovalRequestEvent,
+}
+
+/// Payload of `patch_approval_request`: the Codex request plus the item it is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatchApprovalRequest {
+    /// The file change item waiting for the answer.
+    pub item_id: String,
+    /// What is asked.
+    #[serde(flatten)]
+    pub request: ApplyPatchApprovalRequestEvent,
+}
+
+/// Payload of `approval_resolved`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalResolvedEvent {
+    /// The item the request was about.
+    pub item_id: String,
+    /// The request's `call_id`.
+    pub call_id: String,
+    /// The answer.
+    pub decision: ReviewDecision,
+}
