@@ -1,5 +1,11 @@
 //! Planning and applying patches against real files in a temporary directory.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::fs;
 use std::path::Path;
 

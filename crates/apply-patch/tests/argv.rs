@@ -1,5 +1,11 @@
 //! Which shell tool calls are recognised as `apply_patch` invocations.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use deputy_apply_patch::{ExtractedPatch, extract_patch_from_argv};
 use pretty_assertions::assert_eq;
 

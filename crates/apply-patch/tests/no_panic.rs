@@ -1,6 +1,12 @@
 //! Arbitrary input never panics: not the parser, the planner, the writer, nor
 //! the argv extractor.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::path::{Component, Path};
 
 use deputy_apply_patch::{

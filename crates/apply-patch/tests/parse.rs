@@ -1,6 +1,12 @@
 //! The patch grammar: every form it accepts, the slips it forgives, and the
 //! errors it gives for everything else.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::path::PathBuf;
 
 use deputy_apply_patch::{Hunk, ParseError, Patch, UpdateChunk, parse_patch};

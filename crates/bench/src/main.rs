@@ -9,6 +9,12 @@
 //! Each workload drives the release binary over stdio (see `workloads/`); every figure is
 //! printed as min / median / max over the runs, with the target it has to meet.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark run: a failed step aborts the measurement"
+)]
+
 mod patch_gen;
 mod report;
 mod server;

@@ -8,6 +8,12 @@
 //! - `no_hang`: no capability, bad replies, timeouts, cancellation, other sessions;
 //! - `terminal`: `deputy exec` with and without a terminal.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 mod common;
 
 #[path = "approvals/exec_approval.rs"]

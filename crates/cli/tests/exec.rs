@@ -5,6 +5,12 @@
 //! - `failures`: model errors and retries, runaway commands, refused approvals;
 //! - `config`: config.toml, profiles, `-c`, `-m` and `-C`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 mod common;
 
 #[path = "exec/config.rs"]

@@ -2,6 +2,12 @@
 //! model behind it, judged by the JSON-RPC messages it prints, the processes it leaves
 //! and the requests the model receives.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "mcp/harness.rs"]
 mod harness;
 

@@ -1,6 +1,12 @@
 //! `deputy mcp-server` driven by the official MCP Python SDK (`mcp.ClientSession` over
 //! `stdio_client`): what a third-party client sees must parse and validate there.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;

@@ -4,6 +4,12 @@
 //! Everything the sandbox must keep out lives under Cargo's target tmp dir, never under `/tmp`
 //! (which workspace-write may write) — and `TMPDIR` is removed for the same reason.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 

@@ -8,6 +8,12 @@
 //! (which workspace-write may write); `TMPDIR` is removed from the server's environment and
 //! `HOME` points outside the workspace for the same reason.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 

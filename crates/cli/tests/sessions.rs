@@ -3,6 +3,12 @@
 //! exit, a SIGKILL mid-command or a torn last line — while a live session stays locked
 //! to its process. `deputy sessions list|show` read the same files.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 mod common;
 #[path = "sessions/mcp.rs"]
 mod mcp;

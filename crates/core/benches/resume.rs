@@ -6,6 +6,12 @@
 //!
 //! Run with `cargo bench -p deputy-core --bench resume`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark run: a failed step aborts the measurement"
+)]
+
 use std::time::{Duration, Instant};
 
 use deputy_core::ThreadManager;

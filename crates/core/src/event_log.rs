@@ -103,6 +103,25 @@ impl EventLog {
         submission_id: &str,
         msg: ThreadEventMsg,
     ) -> u64 {
+        self.publish_after(turn_id, submission_id, msg, false).await
+    }
+
+    /// Publishes the thread's last event: it is written, the rollout is closed (its
+    /// lock released, so whoever sees the event can resume the thread elsewhere), then
+    /// it is delivered and the log closes.
+    pub async fn publish_final(&self, submission_id: &str, msg: ThreadEventMsg) -> u64 {
+        let seq = self.publish_after(None, submission_id, msg, true).await;
+        self.close();
+        seq
+    }
+
+    async fn publish_after(
+        &self,
+        turn_id: Option<&str>,
+        submission_id: &str,
+        msg: ThreadEventMsg,
+        close_rollout: bool,
+    ) -> u64 {
         let (seq, release) = {
             let mut state = lock(&self.state);
             let (event, weight) = self.append(&mut state, turn_id, submission_id, msg);
@@ -119,13 +138,15 @@ impl EventLog {
                 }
             }
         };
-        if let Some(release) = release {
-            if let Some(rollout) = &self.rollout {
-                // A failed sync is logged by the writer; the event still goes out.
+        if let Some(rollout) = &self.rollout {
+            // A failed sync is logged by the writer; the event still goes out.
+            if close_rollout {
+                let _ = rollout.close().await;
+            } else if release.is_some() {
                 let _ = rollout.sync().await;
             }
-            drop(release);
         }
+        drop(release);
         seq
     }
 

@@ -374,11 +374,10 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
             }
             Op::Shutdown => {
                 stop(&session, running.take(), &mut queue).await;
-                session.close_rollout().await;
                 session
                     .log
-                    .publish(None, &id, ThreadEventMsg::ShutdownComplete);
-                session.log.close();
+                    .publish_final(&id, ThreadEventMsg::ShutdownComplete)
+                    .await;
                 return;
             }
         }

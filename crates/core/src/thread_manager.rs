@@ -1,7 +1,7 @@
 //! The registry of live threads: creating them, resuming them from disk,
 //! finding them, shutting them down.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -70,6 +70,8 @@ impl From<RolloutError> for ResumeError {
 #[derive(Debug)]
 pub struct ThreadManager {
     threads: Arc<Mutex<HashMap<String, Arc<Thread>>>>,
+    /// Threads being unloaded: gone from `threads`, their rollout not yet released.
+    unloading: Arc<Mutex<HashSet<String>>>,
     /// Held while resuming, so that two callers resuming one thread get one thread.
     resuming: Mutex<()>,
     sandbox_launcher: Option<PathBuf>,
@@ -84,6 +86,7 @@ impl ThreadManager {
     pub fn new(sandbox_launcher: Option<PathBuf>, source: SessionSource) -> Self {
         Self {
             threads: Arc::default(),
+            unloading: Arc::default(),
             resuming: Mutex::default(),
             sandbox_launcher,
             source,
@@ -153,12 +156,15 @@ impl ThreadManager {
 
     /// The live thread `id`, else that thread resumed from its rollout (see
     /// [`ThreadManager::resume_thread`]), with the seq before its new
-    /// `session_configured` when this call resumed it. Must be called within a tokio runtime.
+    /// `session_configured` when this call resumed it. Must be called within a tokio
+    /// runtime, from a context that may block: a thread that is just being unloaded is
+    /// waited for (briefly) before it is resumed.
     pub fn get_or_resume(
         &self,
         id: &str,
         layers: &ConfigLayers,
     ) -> Result<(Arc<Thread>, Option<u64>), ResumeError> {
+        const UNLOAD_WAIT: Duration = Duration::from_secs(5);
         let canonical = uuid::Uuid::parse_str(id)
             .map(|u| u.hyphenated().to_string())
             .unwrap_or_else(|_| id.to_string());
@@ -166,8 +172,18 @@ impl ThreadManager {
         if let Some(thread) = self.get(&canonical) {
             return Ok((thread, None));
         }
-        self.resume_thread(id, layers)
-            .map(|(thread, before)| (thread, Some(before)))
+        let deadline = Instant::now() + UNLOAD_WAIT;
+        loop {
+            match self.resume_thread(id, layers) {
+                // Still held by this process's own unloading thread: it is about to let go.
+                Err(ResumeError::Locked)
+                    if lock(&self.unloading).contains(&canonical) && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => return other.map(|(thread, before)| (thread, Some(before))),
+            }
+        }
     }
 
     /// The live thread with this id.
@@ -209,9 +225,10 @@ impl ThreadManager {
         lock(&self.threads).insert(id, thread);
         let mut unloader = lock(&self.unloader);
         if unloader.is_none() {
-            *unloader = Some(tokio::spawn(unload_idle_threads(Arc::downgrade(
-                &self.threads,
-            ))));
+            *unloader = Some(tokio::spawn(unload_idle_threads(
+                Arc::downgrade(&self.threads),
+                self.unloading.clone(),
+            )));
         }
     }
 }
@@ -233,7 +250,10 @@ fn announce(thread: &Thread, configured: SessionConfiguredEvent) {
 
 /// Unloads threads idle for longer than their `thread_idle_unload_sec` (nothing
 /// running, nobody subscribed), until the manager is gone.
-async fn unload_idle_threads(threads: std::sync::Weak<Mutex<HashMap<String, Arc<Thread>>>>) {
+async fn unload_idle_threads(
+    threads: std::sync::Weak<Mutex<HashMap<String, Arc<Thread>>>>,
+    unloading: Arc<Mutex<HashSet<String>>>,
+) {
     const LONGEST_NAP: Duration = Duration::from_secs(60);
     const SHORTEST_NAP: Duration = Duration::from_millis(50);
     loop {
@@ -243,10 +263,12 @@ async fn unload_idle_threads(threads: std::sync::Weak<Mutex<HashMap<String, Arc<
         let now = Instant::now();
         let mut idle = Vec::new();
         let mut nap = LONGEST_NAP;
-        lock(&threads).retain(|_, thread| {
+        lock(&threads).retain(|id, thread| {
             let limit = thread.config().thread_idle_unload;
             let quiet = now.saturating_duration_since(thread.log().last_activity());
             if thread.is_idle() && quiet >= limit {
+                // Marked before it leaves the map, so a resume in between waits for it.
+                lock(&unloading).insert(id.clone());
                 idle.push(thread.clone());
                 return false;
             }
@@ -258,6 +280,7 @@ async fn unload_idle_threads(threads: std::sync::Weak<Mutex<HashMap<String, Arc<
             tracing::debug!(thread = thread.id(), "unloading idle thread");
             let _ = thread.submit(Op::Shutdown);
             thread.closed().await;
+            lock(&unloading).remove(thread.id());
         }
         tokio::time::sleep(nap.max(SHORTEST_NAP)).await;
     }

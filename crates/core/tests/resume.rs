@@ -1,5 +1,11 @@
 //! Threads resumed from their rollout: same history, same settings, one owner at a time.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::sync::Arc;
 
 use deputy_core::config::ConfigLayers;

@@ -3,6 +3,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::OnceLock;
 
+use deputy_core::command_safety::escape_command_for_display;
 use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ReviewDecision};
 use tokio::sync::mpsc;
 
@@ -12,8 +13,7 @@ or run it in a terminal";
 
 /// Asks whether to run a command.
 pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
-    let command = shlex::try_join(req.command.iter().map(String::as_str))
-        .unwrap_or_else(|_| req.command.join(" "));
+    let command = escape_command_for_display(&req.command);
     let mut question = format!("Run `{command}` in {}?", req.cwd.display());
     if let Some(reason) = &req.reason {
         question.push_str(&format!("\n  reason: {reason}"));

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use deputy_core::command_safety::escape_command_for_display;
 use deputy_protocol::{EventMsg, FileChange};
 
 /// Turns events into short lines of text. Streaming deltas are not shown;
@@ -37,12 +38,7 @@ impl HumanRenderer {
             EventMsg::AgentMessage(m) => writeln!(out, "\n{}\n", m.message.trim_end()),
             EventMsg::AgentReasoning(r) => writeln!(out, "thinking: {}", r.text.trim_end()),
             EventMsg::ExecCommandBegin(b) => {
-                writeln!(
-                    out,
-                    "$ {}",
-                    shlex::try_join(b.command.iter().map(String::as_str))
-                        .unwrap_or_else(|_| b.command.join(" "))
-                )
+                writeln!(out, "$ {}", escape_command_for_display(&b.command))
             }
             EventMsg::ExecCommandEnd(e) => {
                 let mark = if e.exit_code == 0 { "ok" } else { "failed" };
@@ -64,8 +60,12 @@ impl HumanRenderer {
                 }
                 Ok(())
             }
-            EventMsg::PatchApplyEnd(p) if !p.success => {
-                writeln!(out, "  patch failed: {}", p.stderr.trim_end())
+            EventMsg::PatchApplyEnd(p) => {
+                if p.success {
+                    Ok(())
+                } else {
+                    writeln!(out, "  patch failed: {}", p.stderr.trim_end())
+                }
             }
             EventMsg::PlanUpdate(plan) => {
                 writeln!(out, "plan:")?;
@@ -93,7 +93,17 @@ impl HumanRenderer {
                 Some(total) => writeln!(out, "tokens used: {total}"),
                 None => Ok(()),
             },
-            _ => Ok(()),
+            // Deltas are not shown (their complete messages are); questions are asked
+            // by the approval prompt; the rest adds nothing to this view.
+            EventMsg::UserMessage(_)
+            | EventMsg::TaskStarted(_)
+            | EventMsg::AgentMessageDelta(_)
+            | EventMsg::AgentReasoningDelta(_)
+            | EventMsg::ExecCommandOutputDelta(_)
+            | EventMsg::ExecApprovalRequest(_)
+            | EventMsg::ApplyPatchApprovalRequest(_)
+            | EventMsg::TurnDiff(_)
+            | EventMsg::ShutdownComplete => Ok(()),
         }
     }
 

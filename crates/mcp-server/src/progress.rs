@@ -62,7 +62,21 @@ impl ProgressReporter {
                 None => return,
             },
             EventMsg::StreamError(e) => format!("retrying the model: {}", e.message),
-            _ => return,
+            EventMsg::SessionConfigured(_)
+            | EventMsg::UserMessage(_)
+            | EventMsg::AgentMessageDelta(_)
+            | EventMsg::AgentMessage(_)
+            | EventMsg::AgentReasoningDelta(_)
+            | EventMsg::AgentReasoning(_)
+            | EventMsg::ExecCommandOutputDelta(_)
+            | EventMsg::PatchApplyEnd(_)
+            | EventMsg::TurnDiff(_)
+            | EventMsg::PlanUpdate(_)
+            | EventMsg::Warning(_)
+            | EventMsg::Error(_)
+            | EventMsg::TurnAborted(_)
+            | EventMsg::TaskComplete(_)
+            | EventMsg::ShutdownComplete => return,
         };
         self.send(message).await;
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use deputy_core::Thread;
 use deputy_core::approval::Answer;
+use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
@@ -197,8 +198,7 @@ fn elicitation_params(request: ApprovalRequest, tool_call_id: String) -> Approva
     let call_id = request.call_id().to_string();
     let (message, elicitation, details) = match request.kind {
         ApprovalKind::Exec(req) => {
-            let command = shlex::try_join(req.command.iter().map(String::as_str))
-                .unwrap_or_else(|_| req.command.join(" "));
+            let command = escape_command_for_display(&req.command);
             (
                 format!(
                     "Allow the agent to run `{command}` in `{}`?",

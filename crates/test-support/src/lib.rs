@@ -32,6 +32,12 @@
 //! assert_eq!(server.requests()[0].path, "/v1/responses");
 //! ```
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test doubles: a failed setup is a failed test"
+)]
+
 mod mock_server;
 mod python_env;
 mod stdio_client;

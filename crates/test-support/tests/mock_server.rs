@@ -1,5 +1,11 @@
 //! The mock model server as an HTTP client sees it, byte for byte.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 mod raw_http;
 
 use std::collections::BTreeSet;

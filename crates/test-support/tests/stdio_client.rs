@@ -1,5 +1,11 @@
 //! `StdioClient` against small shell programs standing in for a JSON-RPC server.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,11 @@
 //! `TestHome` lays out a hermetic `DEPUTY_HOME` and runs commands inside it.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::ffi::OsStr;
 use std::fs;
 

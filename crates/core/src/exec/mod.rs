@@ -134,8 +134,9 @@ pub async fn run_command(
         source,
     })?;
     let mut group = ProcessGroupGuard(child.id().map(|pid| pid as i32));
-    let mut stdout = child.stdout.take().expect("stdout is piped");
-    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let piped = |name| ExecError::Io(std::io::Error::other(format!("{name} was not piped")));
+    let mut stdout = child.stdout.take().ok_or_else(|| piped("stdout"))?;
+    let mut stderr = child.stderr.take().ok_or_else(|| piped("stderr"))?;
 
     let mut out = Captured::default();
     let mut out_buf = vec![0u8; 64 * 1024];
@@ -188,7 +189,12 @@ pub async fn run_command(
         }
     }
 
-    let status = status.expect("loop ends only after the child exited");
+    // The loop only ends once the child exited (or by returning).
+    let Some(status) = status else {
+        return Err(ExecError::Io(std::io::Error::other(
+            "the command's exit status was lost",
+        )));
+    };
     let exit_code = if timed_out {
         TIMEOUT_EXIT_CODE
     } else {
