@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
     InputItem, Op, ResponseItem, Submission, ThreadEvent, ThreadEventMsg, TokenUsage,
-    TurnAbortReason, TurnAbortedEvent,
+    TurnAbortReason, TurnAbortedEvent, TurnOverrides,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -22,6 +22,7 @@ use crate::client::ModelClient;
 use crate::config::Config;
 use crate::event_log::{EventLog, Subscription};
 use crate::rollout::{RolloutRecorder, TurnContextRecord};
+use crate::turn::TurnStart;
 
 /// Why an op could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +39,7 @@ pub enum ThreadError {
 #[derive(Debug)]
 pub struct Thread {
     id: String,
-    config: Arc<Config>,
+    settings: Arc<Mutex<TurnSettings>>,
     submit_tx: mpsc::UnboundedSender<Submission>,
     log: Arc<EventLog>,
     next_submission: AtomicU64,
@@ -50,9 +51,9 @@ impl Thread {
         &self.id
     }
 
-    /// The configuration the thread runs with.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// The configuration the thread's next turn starts with.
+    pub fn config(&self) -> Arc<Config> {
+        lock(&self.settings).config.clone()
     }
 
     /// Follows the thread's events after `after_seq` (0: from the start): replay, then live.
@@ -99,6 +100,17 @@ impl Thread {
         submission_id: String,
         items: Vec<InputItem>,
     ) -> Result<String, ThreadError> {
+        self.submit_turn_with(submission_id, items, None)
+    }
+
+    /// Like [`Thread::submit_turn`], the turn first changing the thread's settings
+    /// (for itself and every later turn) as `overrides` says.
+    pub fn submit_turn_with(
+        &self,
+        submission_id: String,
+        items: Vec<InputItem>,
+        overrides: Option<TurnOverrides>,
+    ) -> Result<String, ThreadError> {
         let turn_id = uuid::Uuid::now_v7().to_string();
         // Counted before it is sent, so it cannot end before it was counted.
         self.log.turn_submitted();
@@ -107,6 +119,7 @@ impl Thread {
             Op::UserInput {
                 turn_id: turn_id.clone(),
                 items,
+                overrides,
             },
         );
         if sent.is_err() {
@@ -195,13 +208,20 @@ impl TurnEvents {
     }
 }
 
+/// What a turn starts from: the configuration and its model client. A turn's
+/// overrides replace them for itself and every later turn.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnSettings {
+    pub(crate) config: Arc<Config>,
+    pub(crate) client: ModelClient,
+}
+
 /// The state a thread's turns share.
 pub(crate) struct Session {
-    pub(crate) config: Arc<Config>,
+    pub(crate) settings: Arc<Mutex<TurnSettings>>,
     pub(crate) log: Arc<EventLog>,
     pub(crate) history: Mutex<Vec<ResponseItem>>,
     pub(crate) approvals: ApprovalGate,
-    pub(crate) client: ModelClient,
     pub(crate) total_usage: Mutex<TokenUsage>,
     /// Where the thread is persisted, when it is.
     pub(crate) rollout: Option<RolloutRecorder>,
@@ -224,10 +244,36 @@ impl Session {
     }
 
     /// Queues the settings turn `turn_id` starts with for the rollout.
-    pub(crate) fn record_turn_context(&self, turn_id: &str) {
+    pub(crate) fn record_turn_context(&self, turn_id: &str, config: &Config) {
         if let Some(rollout) = &self.rollout {
-            rollout.record_turn_context(TurnContextRecord::new(turn_id, &self.config));
+            rollout.record_turn_context(TurnContextRecord::new(turn_id, config));
         }
+    }
+
+    /// The settings a new turn starts with, after applying its overrides (kept for
+    /// later turns); `Err` says why the overrides cannot apply.
+    pub(crate) fn settings_for_turn(
+        &self,
+        overrides: Option<&TurnOverrides>,
+    ) -> Result<TurnSettings, String> {
+        let mut settings = lock(&self.settings);
+        if let Some(overrides) = overrides {
+            let config = settings
+                .config
+                .with_overrides(overrides)
+                .map_err(|e| e.to_string())?;
+            let client = if config.model == settings.config.model {
+                settings.client.clone()
+            } else {
+                ModelClient::new(config.model_provider.clone(), config.model.clone())
+                    .map_err(|e| e.to_string())?
+            };
+            *settings = TurnSettings {
+                config: Arc::new(config),
+                client,
+            };
+        }
+        Ok(settings.clone())
     }
 
     /// Waits until the rollout's queued records reach the kernel, so a killed
@@ -278,19 +324,22 @@ pub(crate) fn spawn_thread(start: ThreadStart) -> Arc<Thread> {
         start.next_seq,
         start.rollout.clone(),
     ));
+    let settings = Arc::new(Mutex::new(TurnSettings {
+        config: start.config,
+        client: start.client,
+    }));
     let session = Arc::new(Session {
         approvals: ApprovalGate::new(),
-        config: start.config.clone(),
+        settings: settings.clone(),
         log: log.clone(),
         history: Mutex::new(start.history),
-        client: start.client,
         total_usage: Mutex::default(),
         rollout: start.rollout,
     });
     tokio::spawn(submission_loop(session, submit_rx));
     Arc::new(Thread {
         id: start.id,
-        config: start.config,
+        settings,
         submit_tx,
         log,
         next_submission: AtomicU64::new(1),
@@ -307,6 +356,7 @@ struct QueuedTurn {
     turn_id: String,
     submission_id: String,
     items: Vec<InputItem>,
+    overrides: Option<TurnOverrides>,
 }
 
 /// Routes ops until shutdown or until every handle is gone (the channel closes),
@@ -334,11 +384,16 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
             break;
         };
         match op {
-            Op::UserInput { turn_id, items } => {
+            Op::UserInput {
+                turn_id,
+                items,
+                overrides,
+            } => {
                 let turn = QueuedTurn {
                     turn_id,
                     submission_id: id,
                     items,
+                    overrides,
                 };
                 if running.is_some() {
                     queue.push_back(turn);
@@ -391,9 +446,12 @@ fn start_turn(session: &Arc<Session>, turn: QueuedTurn) -> RunningTurn {
     let cancel = CancellationToken::new();
     let handle = tokio::spawn(supervise_turn(
         session.clone(),
-        turn.submission_id,
-        turn.turn_id.clone(),
-        turn.items,
+        TurnStart {
+            submission_id: turn.submission_id,
+            turn_id: turn.turn_id.clone(),
+            items: turn.items,
+            overrides: turn.overrides,
+        },
         cancel.clone(),
     ));
     RunningTurn {
@@ -417,20 +475,9 @@ fn abort_queued(session: &Session, turn: QueuedTurn) {
 
 /// Runs a turn; if it panics, still ends it with a `turn_failed` event so no front
 /// door waits forever for a turn that is gone.
-async fn supervise_turn(
-    session: Arc<Session>,
-    submission_id: String,
-    turn_id: String,
-    items: Vec<InputItem>,
-    cancel: CancellationToken,
-) {
-    let turn = tokio::spawn(crate::turn::run_turn(
-        session.clone(),
-        submission_id.clone(),
-        turn_id.clone(),
-        items,
-        cancel,
-    ));
+async fn supervise_turn(session: Arc<Session>, start: TurnStart, cancel: CancellationToken) {
+    let (submission_id, turn_id) = (start.submission_id.clone(), start.turn_id.clone());
+    let turn = tokio::spawn(crate::turn::run_turn(session.clone(), start, cancel));
     if let Err(err) = turn.await {
         tracing::error!("turn {turn_id} ended abnormally: {err}");
         session

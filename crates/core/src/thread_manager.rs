@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use deputy_protocol::{Op, SessionConfiguredEvent, ThreadEventMsg, WarningEvent};
+use deputy_protocol::{Op, SessionConfiguredEvent, ThreadEventMsg, TurnOverrides, WarningEvent};
 
 use crate::client::{ModelClient, ModelError};
 use crate::config::{Config, ConfigError, ConfigLayers};
@@ -133,6 +133,27 @@ impl ThreadManager {
         let path = rollout::find_rollout(&layers.deputy_home, id)?;
         let (recorder, session) = RolloutRecorder::resume(&path)?;
         let mut config = saved_layers(layers, &session.meta).load()?;
+        // What the last turn ran with wins over how the thread started (turn overrides
+        // persist), but not over what this caller asks for now.
+        if let Some(context) = &session.last_turn_context {
+            let explicit = &layers.overrides;
+            let overrides = TurnOverrides {
+                cwd: explicit.cwd.is_none().then(|| context.cwd.clone()),
+                model: explicit.model.is_none().then(|| context.model.clone()),
+                approval_policy: explicit
+                    .approval_policy
+                    .is_none()
+                    .then_some(context.approval_policy),
+                sandbox_policy: explicit
+                    .sandbox_mode
+                    .is_none()
+                    .then(|| context.sandbox_policy.clone()),
+            };
+            // A saved cwd that is gone keeps the thread's original settings.
+            if let Ok(updated) = config.with_overrides(&overrides) {
+                config = updated;
+            }
+        }
         for warning in &session.warnings {
             tracing::warn!("{warning}");
         }

@@ -9,13 +9,14 @@ use deputy_protocol::{
     AgentMessageItem, CommandExecutionStatus, ErrorEvent, InputItem, ItemDeltaEvent, ItemEvent,
     PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary, ResponseItem,
     StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem,
-    TokenCountEvent, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent, UpdatePlanArgs,
-    UserMessageItem,
+    TokenCountEvent, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent, TurnOverrides,
+    UpdatePlanArgs, UserMessageItem,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{ModelError, Prompt, ResponseEvent, RetryNotice};
+use crate::client::{ModelClient, ModelError, Prompt, ResponseEvent, RetryNotice};
+use crate::config::Config;
 use crate::instructions;
 use crate::thread::{Session, lock};
 use crate::tools::{self, TurnDiffTracker};
@@ -29,9 +30,20 @@ pub(crate) enum TurnStop {
     Model(ModelError),
 }
 
+/// A turn as the submission loop starts it.
+pub(crate) struct TurnStart {
+    pub(crate) submission_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) items: Vec<InputItem>,
+    pub(crate) overrides: Option<TurnOverrides>,
+}
+
 /// What one turn's tool handlers need.
 pub(crate) struct TurnContext {
     pub(crate) session: Arc<Session>,
+    /// The settings this turn runs with (its overrides applied).
+    pub(crate) config: Arc<Config>,
+    pub(crate) client: ModelClient,
     pub(crate) sub_id: String,
     pub(crate) turn_id: String,
     pub(crate) cancel: CancellationToken,
@@ -140,26 +152,41 @@ impl TurnContext {
 }
 
 /// Runs a turn to its end, emitting exactly one turn-ending event.
-pub(crate) async fn run_turn(
-    session: Arc<Session>,
-    sub_id: String,
-    turn_id: String,
-    items: Vec<InputItem>,
-    cancel: CancellationToken,
-) {
+pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: CancellationToken) {
+    let TurnStart {
+        submission_id,
+        turn_id,
+        items,
+        overrides,
+    } = start;
+    let settings = match session.settings_for_turn(overrides.as_ref()) {
+        Ok(settings) => settings,
+        Err(why) => {
+            let failed = ThreadEventMsg::TurnFailed(ErrorEvent {
+                message: format!("the turn's settings cannot apply: {why}"),
+            });
+            session
+                .log
+                .publish_durable(Some(&turn_id), &submission_id, failed)
+                .await;
+            return;
+        }
+    };
     let ctx = TurnContext {
         turn_id,
-        sub_id,
+        sub_id: submission_id,
         session,
+        config: settings.config,
+        client: settings.client,
         cancel: cancel.clone(),
         diff: Mutex::default(),
         open_items: Mutex::default(),
         plan: Mutex::default(),
     };
-    ctx.session.record_turn_context(&ctx.turn_id);
+    ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
     ctx.emit(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: ctx.turn_id.clone(),
-        model_context_window: ctx.session.config.model_context_window,
+        model_context_window: ctx.config.model_context_window,
     }));
     let text = items
         .into_iter()
@@ -210,7 +237,7 @@ pub(crate) async fn run_turn(
 }
 
 async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
-    let config = &ctx.session.config;
+    let config = &ctx.config;
     let tools = tools::tool_specs(config.include_plan_tool);
     let instructions = instructions::base_instructions(config);
     let mut last_agent_message = None;
@@ -256,7 +283,7 @@ async fn sample_with_retries(
     ctx: &TurnContext,
     prompt: &Prompt,
 ) -> Result<Vec<ResponseItem>, TurnStop> {
-    let max_retries = ctx.session.client.provider().stream_max_retries();
+    let max_retries = ctx.client.provider().stream_max_retries();
     let mut attempt = 0;
     loop {
         match sample_once(ctx, prompt).await {
@@ -383,7 +410,7 @@ async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseI
             ),
         }));
     };
-    let mut stream = ctx.session.client.stream(prompt, &on_retry).await?;
+    let mut stream = ctx.client.stream(prompt, &on_retry).await?;
     let mut items = Vec::new();
     let mut streaming = StreamingItems::default();
     while let Some(event) = stream.next().await {
@@ -412,7 +439,7 @@ async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseI
                 let info = token_usage.map(|last| TokenUsageInfo {
                     total_token_usage: ctx.session.add_usage(&last),
                     last_token_usage: last,
-                    model_context_window: ctx.session.config.model_context_window,
+                    model_context_window: ctx.config.model_context_window,
                 });
                 ctx.emit(ThreadEventMsg::TokenCount(TokenCountEvent {
                     info,

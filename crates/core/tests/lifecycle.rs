@@ -248,3 +248,67 @@ async fn a_closed_thread_stops_and_resumes_on_next_use() {
     assert!(!Arc::ptr_eq(&again, &thread));
     manager.shutdown_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turns_overrides_stay_for_later_turns_and_across_a_restart() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    std::fs::create_dir(home.workspace().join("sub")).expect("mkdir");
+    server.push_all([
+        MockResponse::text_turn("one"),
+        MockResponse::text_turn("two"),
+        MockResponse::text_turn("three"),
+        MockResponse::text_turn("four"),
+    ]);
+    let layers = layers(&home);
+    let manager = ThreadManager::new(None, SessionSource::Exec);
+    let thread = manager
+        .start_thread(layers.load().expect("config"))
+        .expect("start");
+    let id = thread.id().to_string();
+    let one = thread.submit_turn("1".into(), text("one")).expect("submit");
+    read_until(&thread, 0, ends(&one)).await;
+    let overrides = deputy_protocol::TurnOverrides {
+        cwd: Some("sub".into()),
+        model: Some("other-model".into()),
+        approval_policy: Some(deputy_protocol::AskForApproval::Untrusted),
+        sandbox_policy: None,
+    };
+    let two = thread
+        .submit_turn_with("2".into(), text("two"), Some(overrides))
+        .expect("submit");
+    read_until(&thread, 0, ends(&two)).await;
+    let three = thread
+        .submit_turn("3".into(), text("three"))
+        .expect("submit");
+    read_until(&thread, 0, ends(&three)).await;
+    manager.shutdown_all().await;
+    drop(thread);
+
+    // Resumed by a caller that names no settings of its own.
+    let again = ThreadManager::new(None, SessionSource::Exec);
+    let plain = ConfigLayers::new(home.path().to_path_buf());
+    let (resumed, _) = again.resume_thread(&id, &plain).expect("resume");
+    let config = resumed.config();
+    assert_eq!(config.model, "other-model");
+    assert_eq!(
+        config.approval_policy,
+        deputy_protocol::AskForApproval::Untrusted
+    );
+    assert!(config.cwd.ends_with("sub"), "{}", config.cwd.display());
+    let four = resumed
+        .submit_turn("4".into(), text("four"))
+        .expect("submit");
+    read_until(&resumed, 0, ends(&four)).await;
+    again.shutdown_all().await;
+
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        models,
+        ["mock-model", "other-model", "other-model", "other-model"]
+    );
+}

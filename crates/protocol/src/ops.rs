@@ -1,6 +1,10 @@
 //! What a front door can ask of a thread.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
+
+use crate::{AskForApproval, SandboxPolicy};
 
 /// An op with the id its events will carry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +26,9 @@ pub enum Op {
         turn_id: String,
         /// The input parts.
         items: Vec<InputItem>,
+        /// Settings this turn changes, for itself and every later turn.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        overrides: Option<TurnOverrides>,
     },
     /// Stop turn `turn_id` (running: kill its commands; queued: drop it) and emit
     /// `turn_aborted`; a turn that already ended makes this a no-op.
@@ -51,6 +58,23 @@ pub enum Op {
     },
     /// End the thread: interrupt any turn and stop.
     Shutdown,
+}
+
+/// Settings a turn changes for itself and every later turn of its thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnOverrides {
+    /// Working directory (absolute, or relative to the current one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Approval policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<AskForApproval>,
+    /// Sandbox policy (mode, writable roots, network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_policy: Option<SandboxPolicy>,
 }
 
 /// One part of user input.

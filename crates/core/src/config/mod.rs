@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use deputy_protocol::{AskForApproval, SandboxMode, SandboxPolicy};
+use deputy_protocol::{AskForApproval, SandboxMode, SandboxPolicy, TurnOverrides};
 use serde::Deserialize;
 
 use crate::exec_env::ShellEnvironmentPolicy;
@@ -180,6 +180,51 @@ pub struct Config {
 }
 
 impl Config {
+    /// This configuration with a turn's overrides applied (a relative `cwd` resolves
+    /// against the current one and must be an existing directory).
+    pub fn with_overrides(&self, overrides: &TurnOverrides) -> Result<Config, ConfigError> {
+        let mut config = self.clone();
+        if let Some(cwd) = &overrides.cwd {
+            let cwd = self.cwd.join(cwd);
+            if !cwd.is_dir() {
+                return Err(ConfigError::Semantic(format!(
+                    "cwd `{}` does not exist or is not a directory",
+                    cwd.display()
+                )));
+            }
+            config.cwd = cwd.canonicalize().unwrap_or(cwd);
+        }
+        if let Some(model) = &overrides.model {
+            if model.trim().is_empty() {
+                return Err(ConfigError::Semantic("the model name is empty".into()));
+            }
+            config.model = model.clone();
+        }
+        if let Some(policy) = overrides.approval_policy {
+            config.approval_policy = policy;
+        }
+        if let Some(policy) = &overrides.sandbox_policy {
+            config.sandbox_mode = policy.mode();
+            let ws = &mut config.sandbox_workspace_write;
+            match policy {
+                SandboxPolicy::DangerFullAccess => {}
+                SandboxPolicy::ReadOnly { network_access } => ws.network_access = *network_access,
+                SandboxPolicy::WorkspaceWrite {
+                    writable_roots,
+                    network_access,
+                    exclude_tmpdir_env_var,
+                    exclude_slash_tmp,
+                } => {
+                    ws.writable_roots.clone_from(writable_roots);
+                    ws.network_access = *network_access;
+                    ws.exclude_tmpdir_env_var = *exclude_tmpdir_env_var;
+                    ws.exclude_slash_tmp = *exclude_slash_tmp;
+                }
+            }
+        }
+        Ok(config)
+    }
+
     /// The sandbox policy these settings describe.
     pub fn sandbox_policy(&self) -> SandboxPolicy {
         let network_access = self.sandbox_workspace_write.network_access;

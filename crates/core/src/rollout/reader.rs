@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use deputy_protocol::{ResponseItem, ThreadEvent};
 
-use super::{RolloutError, RolloutItem, SessionMeta};
+use super::{RolloutError, RolloutItem, SessionMeta, TurnContextRecord};
 
 /// Warnings kept per file before the rest are only counted.
 const MAX_WARNINGS: usize = 20;
@@ -39,6 +39,8 @@ pub struct ResumedSession {
     pub history: Vec<ResponseItem>,
     /// How many turns were started.
     pub turns: usize,
+    /// The settings the last turn ran with (a turn's overrides persist for later turns).
+    pub last_turn_context: Option<TurnContextRecord>,
     /// The highest event `seq` in the file (0 when it holds no events): the log continues after it.
     pub last_seq: u64,
     /// Outputs added for function calls the file leaves unanswered (a turn cut
@@ -122,13 +124,17 @@ pub(crate) fn resumed_from_bytes(
     let mut meta = None;
     let mut history = Vec::new();
     let mut turns = 0;
+    let mut last_turn_context = None;
     let mut last_seq = 0;
     let scan = scan(bytes, path, |item| match item {
         RolloutItem::SessionMeta(m) => {
             meta.get_or_insert(m);
         }
         RolloutItem::ResponseItem(item) => history.push(item),
-        RolloutItem::TurnContext(_) => turns += 1,
+        RolloutItem::TurnContext(context) => {
+            turns += 1;
+            last_turn_context = Some(context);
+        }
         RolloutItem::Event(event) => last_seq = last_seq.max(event.seq),
         RolloutItem::EventMsg(_) => {}
     });
@@ -143,6 +149,7 @@ pub(crate) fn resumed_from_bytes(
         meta,
         history,
         turns,
+        last_turn_context,
         last_seq,
         closed_calls,
         warnings: scan.warnings,

@@ -39,9 +39,7 @@ pub(crate) async fn handle_call(
             Err(message) => Ok(message),
         },
         names::APPLY_PATCH => match parse::<ApplyPatchArgs>(arguments) {
-            Ok(args) => {
-                patch::apply(ctx, call_id, &args.input, ctx.session.config.cwd.clone()).await
-            }
+            Ok(args) => patch::apply(ctx, call_id, &args.input, ctx.config.cwd.clone()).await,
             Err(message) => Ok(message),
         },
         names::UPDATE_PLAN => match parse::<UpdatePlanArgs>(arguments) {
@@ -96,7 +94,7 @@ async fn run_shell_or_patch(
 }
 
 fn resolve_workdir(ctx: &TurnContext, workdir: Option<&str>) -> PathBuf {
-    let cwd = &ctx.session.config.cwd;
+    let cwd = &ctx.config.cwd;
     match workdir.filter(|w| !w.is_empty()) {
         Some(dir) => cwd.join(dir),
         None => cwd.clone(),

@@ -56,7 +56,7 @@ pub(super) async fn apply(
     let touched = touched_paths(&planned);
     item.changes = file_changes(&planned);
     ctx.item_started(ThreadItem::FileChange(item.clone()));
-    let config = &ctx.session.config;
+    let config = &ctx.config;
     let roots = sandboxing::writable_roots(config);
     let writable = config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess
         || touched.iter().all(|p| roots.allows(p));

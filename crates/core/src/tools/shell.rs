@@ -28,7 +28,7 @@ pub(super) struct ShellRequest<'a> {
 
 /// Runs a command under the session's policies and returns the model's text.
 pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<String, TurnStop> {
-    let config = &ctx.session.config;
+    let config = &ctx.config;
     let sandbox = sandboxing::availability(config);
     let item = CommandItem::new(ctx, &req);
     let assessment = assess_exec(ExecRequestFacts {
@@ -141,7 +141,7 @@ async fn ask(
         ReviewDecision::ApprovedForSession => {
             ctx.session
                 .approvals
-                .approve_command_for_session(session_approval(&ctx.session.config, req));
+                .approve_command_for_session(session_approval(&ctx.config, req));
             Ok(None)
         }
         ReviewDecision::Abort => Err(TurnStop::Aborted),
@@ -183,7 +183,7 @@ async fn execute(
     item: CommandItem,
     sandboxed: bool,
 ) -> Outcome {
-    let config = &ctx.session.config;
+    let config = &ctx.config;
     let mut item = item.0;
     item.started = true;
     ctx.item_updated(ThreadItem::CommandExecution(item.clone()));
