@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use deputy_core::command_safety::escape_command_for_display;
-use deputy_protocol::{EventMsg, FileChange};
+use deputy_protocol::{EventMsg, ExecCommandStatus, FileChange, PatchApplyEndStatus};
 
 /// Turns events into short lines of text. Streaming deltas are not shown;
 /// complete messages are.
@@ -40,6 +40,9 @@ impl HumanRenderer {
             EventMsg::ExecCommandBegin(b) => {
                 writeln!(out, "$ {}", escape_command_for_display(&b.command))
             }
+            EventMsg::ExecCommandEnd(e) if e.status == ExecCommandStatus::Declined => {
+                writeln!(out, "  declined")
+            }
             EventMsg::ExecCommandEnd(e) => {
                 let mark = if e.exit_code == 0 { "ok" } else { "failed" };
                 writeln!(
@@ -60,13 +63,13 @@ impl HumanRenderer {
                 }
                 Ok(())
             }
-            EventMsg::PatchApplyEnd(p) => {
-                if p.success {
-                    Ok(())
-                } else {
+            EventMsg::PatchApplyEnd(p) => match p.status {
+                PatchApplyEndStatus::Completed => Ok(()),
+                PatchApplyEndStatus::Declined => writeln!(out, "  patch declined"),
+                PatchApplyEndStatus::Failed => {
                     writeln!(out, "  patch failed: {}", p.stderr.trim_end())
                 }
-            }
+            },
             EventMsg::PlanUpdate(plan) => {
                 writeln!(out, "plan:")?;
                 for item in &plan.plan {
@@ -146,6 +149,7 @@ mod tests {
                 exit_code: 1,
                 duration: std::time::Duration::from_millis(1500),
                 formatted_output: String::new(),
+                status: deputy_protocol::ExecCommandStatus::Failed,
             }),
         );
         assert_eq!(end, "  failed: exit 1 in 1.5s\n");

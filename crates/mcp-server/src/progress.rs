@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use deputy_protocol::EventMsg;
+use deputy_protocol::{EventMsg, ExecCommandStatus};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
@@ -17,8 +17,9 @@ pub(crate) struct ProgressReporter {
     token: Option<ProgressToken>,
     client_gone: CancellationToken,
     step: u64,
-    started: Instant,
+    /// What the turn is doing now, and since when.
     current: String,
+    since: Instant,
 }
 
 impl ProgressReporter {
@@ -33,8 +34,8 @@ impl ProgressReporter {
             token,
             client_gone,
             step: 0,
-            started: Instant::now(),
             current: "thinking".to_string(),
+            since: Instant::now(),
         }
     }
 
@@ -43,17 +44,31 @@ impl ProgressReporter {
         let message = match msg {
             EventMsg::TaskStarted(_) => "turn started".to_string(),
             EventMsg::ExecCommandBegin(begin) => {
-                self.current = format!("running `{}`", short_command(&begin.command));
-                self.current.clone()
+                self.set_current(format!("running `{}`", short_command(&begin.command)))
             }
             EventMsg::ExecCommandEnd(end) => {
-                self.current = "thinking".to_string();
-                format!("`{}` exited {}", short_command(&end.command), end.exit_code)
+                self.set_current("thinking".to_string());
+                match end.status {
+                    ExecCommandStatus::Declined => {
+                        format!("`{}` declined", short_command(&end.command))
+                    }
+                    ExecCommandStatus::Completed | ExecCommandStatus::Failed => {
+                        format!("`{}` exited {}", short_command(&end.command), end.exit_code)
+                    }
+                }
             }
-            EventMsg::ExecApprovalRequest(_) | EventMsg::ApplyPatchApprovalRequest(_) => {
-                "waiting for approval".to_string()
+            EventMsg::ExecApprovalRequest(request) => self.set_current(format!(
+                "waiting for approval: `{}`",
+                short_command(&request.command)
+            )),
+            EventMsg::ApplyPatchApprovalRequest(request) => self.set_current(format!(
+                "waiting for approval: changes to {} file(s)",
+                request.changes.len()
+            )),
+            EventMsg::PatchApplyBegin(begin) => {
+                self.set_current("thinking".to_string());
+                format!("editing {} file(s)", begin.changes.len())
             }
-            EventMsg::PatchApplyBegin(begin) => format!("editing {} file(s)", begin.changes.len()),
             EventMsg::TokenCount(count) => match &count.info {
                 Some(info) => format!(
                     "model: {} tokens",
@@ -81,10 +96,17 @@ impl ProgressReporter {
         self.send(message).await;
     }
 
-    /// Reports that the turn is still running.
+    /// Reports that the turn is still running: what it does, for how long already.
     pub(crate) async fn tick(&mut self) {
-        let message = format!("{} ({}s)", self.current, self.started.elapsed().as_secs());
+        let message = format!("{} ({}s)", self.current, self.since.elapsed().as_secs());
         self.send(message).await;
+    }
+
+    /// Records what the turn is doing from now on; returns it as the message to send.
+    fn set_current(&mut self, current: String) -> String {
+        self.current = current;
+        self.since = Instant::now();
+        self.current.clone()
     }
 
     async fn send(&mut self, message: String) {

@@ -2,7 +2,9 @@
 //! event as `codex/event`, asks approval questions as elicitations, reports
 //! progress, and turns the turn's outcome into the call's result.
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
-use deputy_protocol::{Event, InputItem, ReviewDecision, ThreadEvent, legacy_events};
+use deputy_protocol::{Event, FileChange, InputItem, ReviewDecision, ThreadEvent, legacy_events};
 use rmcp::model::{
     CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
     RequestId,
@@ -126,6 +128,7 @@ pub(crate) async fn run_turn(
     let approver = Arc::new(ElicitationApprover {
         peer: call.peer.clone(),
         tool_call_id: call.request_id_string(),
+        cwd: thread.config().cwd.clone(),
     });
     let request = TurnRequest {
         submission_id: call.request_id_string(),
@@ -176,12 +179,14 @@ impl TurnObserver for McpTurn<'_> {
 struct ElicitationApprover {
     peer: Peer<RoleServer>,
     tool_call_id: String,
+    /// The session's working directory: paths under it are shown relative to it.
+    cwd: PathBuf,
 }
 
 impl Approver for ElicitationApprover {
     fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
         let peer = self.peer.clone();
-        let params = elicitation_params(request, self.tool_call_id.clone());
+        let params = elicitation_params(request, self.tool_call_id.clone(), &self.cwd);
         async move {
             let (decision, reason) = elicit(&peer, &params).await;
             Answer { decision, reason }
@@ -194,7 +199,11 @@ const NO_ELICITATION: &str =
     "the MCP client does not support elicitation, so the user could not be asked";
 
 /// The elicitation for an approval request: Codex's fields beside the standard ones.
-fn elicitation_params(request: ApprovalRequest, tool_call_id: String) -> ApprovalElicitationParams {
+fn elicitation_params(
+    request: ApprovalRequest,
+    tool_call_id: String,
+    cwd: &Path,
+) -> ApprovalElicitationParams {
     let call_id = request.call_id().to_string();
     let (message, elicitation, details) = match request.kind {
         ApprovalKind::Exec(req) => {
@@ -214,12 +223,7 @@ fn elicitation_params(request: ApprovalRequest, tool_call_id: String) -> Approva
             )
         }
         ApprovalKind::Patch(req) => {
-            let mut message = String::new();
-            if let Some(reason) = &req.reason {
-                message.push_str(reason);
-                message.push('\n');
-            }
-            message.push_str("Allow the agent to apply proposed code changes?");
+            let message = patch_question(&req.changes, cwd, req.reason.as_deref());
             (
                 message,
                 "patch-approval",
@@ -241,6 +245,69 @@ fn elicitation_params(request: ApprovalRequest, tool_call_id: String) -> Approva
         codex_call_id: call_id,
         details,
     }
+}
+
+/// Files a patch question names before it only counts the rest.
+const NAMED_FILES: usize = 5;
+
+/// The question for a patch, naming what it changes: SDK clients show only `message`.
+fn patch_question(
+    changes: &BTreeMap<PathBuf, FileChange>,
+    cwd: &Path,
+    reason: Option<&str>,
+) -> String {
+    let shown = |path: &Path| {
+        path.strip_prefix(cwd)
+            .ok()
+            .filter(|rel| !rel.as_os_str().is_empty())
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    let mut groups: [(&str, Vec<String>); 4] = [
+        ("added", Vec::new()),
+        ("modified", Vec::new()),
+        ("deleted", Vec::new()),
+        ("moved", Vec::new()),
+    ];
+    for (path, change) in changes {
+        let (group, name) = match change {
+            FileChange::Add { .. } => (0, shown(path)),
+            FileChange::Update {
+                move_path: Some(to),
+                ..
+            } => (3, format!("{} → {}", shown(path), shown(to))),
+            FileChange::Update {
+                move_path: None, ..
+            } => (1, shown(path)),
+            FileChange::Delete { .. } => (2, shown(path)),
+        };
+        groups[group].1.push(name);
+    }
+    let count = changes.len();
+    let mut message = match count {
+        1 => "Allow the agent to change 1 file?".to_string(),
+        n => format!("Allow the agent to change {n} files?"),
+    };
+    let mut named = 0;
+    for (label, names) in &groups {
+        let take: Vec<&str> = names
+            .iter()
+            .take(NAMED_FILES - named)
+            .map(String::as_str)
+            .collect();
+        if !take.is_empty() {
+            named += take.len();
+            message.push_str(&format!("\n{label}: {}", take.join(", ")));
+        }
+    }
+    if count > named {
+        message.push_str(&format!("\n… and {} more", count - named));
+    }
+    if let Some(reason) = reason {
+        message.push_str(&format!("\nreason: {reason}"));
+    }
+    message
 }
 
 /// Sends `notifications/cancelled` for an elicitation nobody waits on any more.

@@ -242,6 +242,27 @@ pub struct ExecCommandEndEvent {
     pub duration: Duration,
     /// The text the model was given.
     pub formatted_output: String,
+    /// How it ended: `completed` (exit 0), `failed`, or `declined` (never ran).
+    #[serde(default = "ExecCommandStatus::completed")]
+    pub status: ExecCommandStatus,
+}
+
+/// How a command ended, in `exec_command_end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecCommandStatus {
+    /// It ran and exited 0.
+    Completed,
+    /// It ran and failed, or could not start.
+    Failed,
+    /// It was not run: the user or the policy said no.
+    Declined,
+}
+
+impl ExecCommandStatus {
+    fn completed() -> Self {
+        Self::Completed
+    }
 }
 
 /// Payload of `exec_approval_request`.
@@ -328,6 +349,27 @@ pub struct PatchApplyEndEvent {
     pub stderr: String,
     /// Whether every change landed.
     pub success: bool,
+    /// How it ended: `completed`, `failed`, or `declined` (never applied).
+    #[serde(default = "PatchApplyEndStatus::completed")]
+    pub status: PatchApplyEndStatus,
+}
+
+/// How a patch ended, in `patch_apply_end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchApplyEndStatus {
+    /// Every change landed.
+    Completed,
+    /// It could not be applied; nothing changed.
+    Failed,
+    /// It was not applied: the user or the policy said no.
+    Declined,
+}
+
+impl PatchApplyEndStatus {
+    fn completed() -> Self {
+        Self::Completed
+    }
 }
 
 /// Payload of `turn_diff`.

@@ -3,9 +3,10 @@
 //! written against Codex.
 
 use crate::{
-    AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, DeltaEvent, Event, EventMsg,
-    ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, FileChangeItem,
-    PatchApplyBeginEvent, PatchApplyEndEvent, PatchApplyStatus, ThreadEvent, ThreadEventMsg,
+    AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, CommandExecutionStatus,
+    DeltaEvent, Event, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent,
+    ExecCommandOutputDeltaEvent, ExecCommandStatus, FileChangeItem, PatchApplyBeginEvent,
+    PatchApplyEndEvent, PatchApplyEndStatus, PatchApplyStatus, ThreadEvent, ThreadEventMsg,
     ThreadItem, UpdatePlanArgs, UserMessageEvent,
 };
 
@@ -49,14 +50,27 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
                     text: r.text.clone(),
                 })]
             }
-            // Codex reports only commands and patches that ran; one that never started
-            // (declined, refused, interrupted while waiting) has no begin to close.
             ThreadItem::CommandExecution(cmd) if cmd.started => {
                 vec![EventMsg::ExecCommandEnd(exec_end(cmd, &turn_id))]
+            }
+            // As Codex does, a declined command still opens and closes its entry.
+            ThreadItem::CommandExecution(cmd) if cmd.status == CommandExecutionStatus::Declined => {
+                vec![
+                    EventMsg::ExecCommandBegin(exec_begin(cmd, &turn_id)),
+                    EventMsg::ExecCommandEnd(exec_end(cmd, &turn_id)),
+                ]
             }
             ThreadItem::FileChange(patch) if patch.started => {
                 vec![EventMsg::PatchApplyEnd(patch_end(patch, &turn_id))]
             }
+            ThreadItem::FileChange(patch) if patch.status == PatchApplyStatus::Declined => {
+                vec![
+                    EventMsg::PatchApplyBegin(patch_begin(patch, &turn_id)),
+                    EventMsg::PatchApplyEnd(patch_end(patch, &turn_id)),
+                ]
+            }
+            // One that never started otherwise (interrupted while waiting, a patch that
+            // did not verify) has no entry to close.
             ThreadItem::Reasoning(_)
             | ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
@@ -130,6 +144,13 @@ fn exec_end(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandEndEvent {
         exit_code: cmd.exit_code.unwrap_or(-1),
         duration: cmd.duration.unwrap_or_default(),
         formatted_output: cmd.formatted_output.clone(),
+        status: match cmd.status {
+            CommandExecutionStatus::Declined => ExecCommandStatus::Declined,
+            CommandExecutionStatus::Completed => ExecCommandStatus::Completed,
+            CommandExecutionStatus::InProgress | CommandExecutionStatus::Failed => {
+                ExecCommandStatus::Failed
+            }
+        },
     }
 }
 
@@ -149,6 +170,11 @@ fn patch_end(patch: &FileChangeItem, turn_id: &str) -> PatchApplyEndEvent {
         stdout: patch.stdout.clone(),
         stderr: patch.stderr.clone(),
         success: patch.status == PatchApplyStatus::Completed,
+        status: match patch.status {
+            PatchApplyStatus::Declined => PatchApplyEndStatus::Declined,
+            PatchApplyStatus::Completed => PatchApplyEndStatus::Completed,
+            PatchApplyStatus::InProgress | PatchApplyStatus::Failed => PatchApplyEndStatus::Failed,
+        },
     }
 }
 
@@ -220,11 +246,19 @@ mod tests {
     }
 
     #[test]
-    fn a_command_that_never_started_has_no_codex_events() {
-        let declined = event(ThreadEventMsg::ItemCompleted(ItemEvent {
+    fn a_declined_command_opens_and_closes_its_entry_and_an_interrupted_wait_has_none() {
+        let declined = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
             item: command(CommandExecutionStatus::Declined, false),
+        })));
+        assert_eq!(kinds(&declined), ["exec_command_begin", "exec_command_end"]);
+        let EventMsg::ExecCommandEnd(end) = &declined[1].msg else {
+            unreachable!()
+        };
+        assert_eq!(end.status, ExecCommandStatus::Declined);
+        let cut_short = event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: command(CommandExecutionStatus::Failed, false),
         }));
-        assert!(legacy_events(&declined).is_empty());
+        assert!(legacy_events(&cut_short).is_empty());
     }
 
     #[test]

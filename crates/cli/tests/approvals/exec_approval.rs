@@ -149,6 +149,29 @@ fn approved_for_session_skips_the_question_for_the_same_argv_in_the_same_thread_
 }
 
 #[test]
+fn the_models_justification_reaches_the_user_without_an_escalation() {
+    let harness = Setup::new("untrusted", "danger-full-access").start();
+    let why = "the tests need a scratch file";
+    harness.model.push_all([
+        deputy_test_support::MockResponse::function_call_turn(
+            "c1",
+            "shell",
+            json!({"command": ["touch", "scratch.txt"], "justification": why}),
+        ),
+        say("done"),
+    ]);
+
+    let id = harness.codex("make a scratch file");
+    let question = harness.answer("c1", json!({"decision": "approved"}));
+    assert_eq!(harness.result(id)["structuredContent"]["content"], "done");
+    assert_eq!(question["params"]["codex_reason"], why);
+    assert_eq!(
+        harness.event_params(id, "exec_approval_request")["msg"]["reason"],
+        why
+    );
+}
+
+#[test]
 fn approved_for_session_does_not_cover_the_same_argv_in_another_workdir() {
     let harness = Setup::new("untrusted", "danger-full-access").start();
     std::fs::create_dir(harness.workspace().join("sub")).expect("mkdir sub");
@@ -193,7 +216,14 @@ fn denied_command_does_not_run_and_the_model_is_told_while_the_turn_goes_on() {
     assert_eq!(result["structuredContent"]["content"], "fine, skipped");
     assert_ne!(result["isError"], true);
     assert!(!harness.exists("denied.txt"));
-    assert!(harness.events("exec_command_begin").is_empty());
+    // As in Codex, the declined command's entry opens and closes.
+    let begins = harness.events("exec_command_begin");
+    let ends = harness.events("exec_command_end");
+    assert_eq!(begins.len(), 1, "{begins:?}");
+    assert_eq!(begins[0]["call_id"], "c1");
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["call_id"], "c1");
+    assert_eq!(ends[0]["status"], "declined");
     let output = harness.output_for("c1");
     assert!(output.contains("declined"), "{output}");
     assert_eq!(harness.events("task_complete").len(), 1);

@@ -61,7 +61,7 @@ fn patch_elicitation_lists_add_delete_update_and_move_exactly() {
     assert_eq!(
         question_params(&request),
         json!({
-            "message": "Allow the agent to apply proposed code changes?",
+            "message": "Allow the agent to change 4 files?\nadded: added.txt\nmodified: update.txt\ndeleted: delete.txt\nmoved: move.txt → moved.txt",
             "requestedSchema": decision_schema(),
             "threadId": harness.thread_of(id),
             "codex_elicitation": "patch-approval",
@@ -185,4 +185,41 @@ fn patch_approved_for_session_covers_the_same_files_only() {
     );
     assert!(!harness.exists("b.txt"));
     assert!(harness.output_for("p3").contains("declined"));
+}
+
+#[test]
+fn a_patch_question_names_the_first_files_counts_the_rest_and_gives_the_reason() {
+    let harness = Setup {
+        workspace_only: true,
+        ..Setup::new("on-request", "workspace-write")
+    }
+    .start();
+    let outside = harness.home.path().canonicalize().unwrap().join("far.txt");
+    let mut text = String::from("*** Begin Patch\n");
+    for n in 0..7 {
+        text.push_str(&format!("*** Add File: f{n}.txt\n+{n}\n"));
+    }
+    text.push_str(&format!(
+        "*** Add File: {}\n+far\n*** End Patch\n",
+        outside.display()
+    ));
+    harness.model.push_all([patch("p1", &text), say("done")]);
+
+    let id = harness.codex("write eight files");
+    let question = harness.answer("p1", json!({"decision": "denied"}));
+    harness.result(id);
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert_eq!(
+        message,
+        format!(
+            "Allow the agent to change 8 files?\nadded: {}, f0.txt, f1.txt, f2.txt, f3.txt\n… and 3 more\nreason: the patch writes outside the sandbox's writable roots",
+            outside.display()
+        )
+    );
+    // The declined patch closes its entry, as Codex does.
+    let ends = harness.events("patch_apply_end");
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["success"], false);
+    assert_eq!(ends[0]["status"], "declined");
+    assert!(!harness.exists("f0.txt"));
 }

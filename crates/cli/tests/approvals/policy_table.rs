@@ -154,7 +154,9 @@ fn observe(policy: &'static str, rows: &[Row]) -> Vec<String> {
         if let Some(call) = crate::harness::elicitation_call_id(&message) {
             steps.entry(call.to_string()).or_default().push(ASKS);
         } else if message["method"] == "codex/event"
-            && message["params"]["msg"]["type"] == "exec_command_begin"
+            && message["params"]["msg"]["type"] == "exec_command_end"
+            // A declined command's entry is closed too; it did not run.
+            && message["params"]["msg"]["status"] != "declined"
         {
             let call = message["params"]["msg"]["call_id"].as_str().unwrap_or("");
             steps.entry(call.to_string()).or_default().push(RUNS);

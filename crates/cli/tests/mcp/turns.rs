@@ -235,3 +235,46 @@ fn a_command_needing_approval_is_denied_when_the_client_cannot_be_asked() {
     });
     assert!(warned, "no warning event: {:?}", mcp.event_types(id));
 }
+
+#[test]
+fn progress_while_a_question_is_open_says_what_waits_for_approval_and_for_how_long() {
+    let mcp = Mcp::spawn();
+    deputy_test_support::McpSession::initialize(&mcp.client, json!({"elicitation": {}}));
+    mcp.home.write_config(
+        &deputy_test_support::TestHome::default_config(&mcp.model.base_url()).replace(
+            "approval_policy = \"never\"",
+            "approval_policy = \"untrusted\"",
+        ),
+    );
+    mcp.model.push_all([
+        shell("call-touch", "touch waited.txt"),
+        MockResponse::text_turn("touched"),
+    ]);
+    let id = mcp.call_with_progress("codex", json!({"prompt": "touch"}), json!("tok-wait"));
+    let question = mcp
+        .client
+        .wait_for(
+            |m| m["method"] == "elicitation/create",
+            crate::harness::WAIT,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Unanswered, the question is reported again by the periodic progress, with its age.
+    let tick = mcp
+        .client
+        .wait_for(
+            |m| {
+                m["method"] == "notifications/progress"
+                    && m["params"]["message"].as_str().is_some_and(|t| {
+                        t.starts_with("waiting for approval: `touch waited.txt` (")
+                            && t.ends_with("s)")
+                    })
+            },
+            crate::harness::WAIT,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(tick["params"]["progressToken"], "tok-wait");
+    mcp.client
+        .respond(question["id"].clone(), json!({"decision": "approved"}));
+    assert_eq!(text_of(&mcp.result(id)), "touched");
+    assert!(mcp.home.workspace().join("waited.txt").exists());
+}

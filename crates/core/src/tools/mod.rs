@@ -74,8 +74,9 @@ async fn run_shell_or_patch(
         };
         return patch::apply(ctx, call_id, &extracted.patch, cwd).await;
     }
+    let justification = options.justification.filter(|j| !j.trim().is_empty());
     let escalation = (options.sandbox_permissions == Some(SandboxPermissions::RequireEscalated))
-        .then(|| options.justification.unwrap_or_default());
+        .then(|| justification.clone().unwrap_or_default());
     let timeout = options.timeout_ms.map_or(
         crate::exec::DEFAULT_TIMEOUT,
         std::time::Duration::from_millis,
@@ -88,6 +89,7 @@ async fn run_shell_or_patch(
             cwd,
             timeout,
             escalation,
+            justification,
         },
     )
     .await

@@ -24,6 +24,8 @@ pub(super) struct ShellRequest<'a> {
     pub(super) timeout: Duration,
     /// `Some(justification)` when the model asked to leave the sandbox.
     pub(super) escalation: Option<String>,
+    /// Why the model says it needs the command, when it said (shown whenever the user is asked).
+    pub(super) justification: Option<String>,
 }
 
 /// Runs a command under the session's policies and returns the model's text.
@@ -118,6 +120,13 @@ async fn ask(
     item: &CommandItem,
     reason: Option<String>,
 ) -> Result<Option<String>, TurnStop> {
+    // The model's own words reach the user whenever it gave them, beside deputy's reason.
+    let reason = match (reason, &req.justification) {
+        (Some(reason), Some(justification)) if reason != *justification => {
+            Some(format!("{justification} ({reason})"))
+        }
+        (reason, justification) => reason.or_else(|| justification.clone()),
+    };
     let pending = ctx.session.approvals.register(req.call_id);
     ctx.emit(ThreadEventMsg::ExecApprovalRequest(ExecApprovalRequest {
         item_id: item.0.id.clone(),
