@@ -19,8 +19,12 @@ case "$(uname -s)-$(uname -m)" in
   *) echo "bench-vs-codex: no Codex binary is published for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
 esac
 
+# Prints the installed binary's path, or nothing (never fails: on a fresh machine the cache
+# directory does not exist yet, and a failing `find` would end the script under pipefail).
 find_codex() {
-  find "$cache/node_modules/@openai" -type f -path "*/vendor/$triple/codex/codex" 2>/dev/null | head -n 1
+  local dir="$cache/node_modules/@openai"
+  [[ -d "$dir" ]] || return 0
+  find "$dir" -type f -path "*/vendor/$triple/codex/codex" 2>/dev/null | head -n 1 || true
 }
 
 codex="$(find_codex)"
