@@ -106,6 +106,8 @@ fn render_event(msg: &EventMsg, out: &mut String) {
         | EventMsg::StreamError(_)
         | EventMsg::Warning(_)
         | EventMsg::TaskComplete(_)
+        | EventMsg::EnteredReviewMode(_)
+        | EventMsg::ExitedReviewMode(_)
         | EventMsg::ShutdownComplete => {}
     }
 }

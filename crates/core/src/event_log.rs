@@ -211,6 +211,11 @@ impl EventLog {
         }
     }
 
+    /// The thread the log belongs to.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
     /// The seq of the newest event (0 before the first).
     pub fn last_seq(&self) -> u64 {
         lock(&self.state).next_seq - 1

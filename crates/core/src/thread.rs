@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
-    InputItem, Op, ResponseItem, Submission, ThreadEvent, ThreadEventMsg, TokenUsage,
-    TurnAbortReason, TurnAbortedEvent, TurnOverrides,
+    InputItem, Op, ResponseItem, ReviewRequest, Submission, ThreadEvent, ThreadEventMsg,
+    TokenUsage, TurnAbortReason, TurnAbortedEvent, TurnOverrides,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -120,6 +120,27 @@ impl Thread {
                 turn_id: turn_id.clone(),
                 items,
                 overrides,
+            },
+        );
+        if sent.is_err() {
+            self.log.turn_withdrawn();
+        }
+        sent.map(|()| turn_id)
+    }
+
+    /// Queues a review (see `crate::review`) under `submission_id` and returns its turn id.
+    pub fn submit_review(
+        &self,
+        submission_id: String,
+        request: ReviewRequest,
+    ) -> Result<String, ThreadError> {
+        let turn_id = uuid::Uuid::now_v7().to_string();
+        self.log.turn_submitted();
+        let sent = self.submit_with_id(
+            submission_id,
+            Op::Review {
+                turn_id: turn_id.clone(),
+                request,
             },
         );
         if sent.is_err() {
@@ -355,8 +376,18 @@ struct RunningTurn {
 struct QueuedTurn {
     turn_id: String,
     submission_id: String,
-    items: Vec<InputItem>,
-    overrides: Option<TurnOverrides>,
+    kind: TurnKind,
+}
+
+/// What a queued turn does.
+enum TurnKind {
+    /// Answer the user's input.
+    Input {
+        items: Vec<InputItem>,
+        overrides: Option<TurnOverrides>,
+    },
+    /// Run a review.
+    Review(ReviewRequest),
 }
 
 /// Routes ops until shutdown or until every handle is gone (the channel closes),
@@ -392,8 +423,19 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                 let turn = QueuedTurn {
                     turn_id,
                     submission_id: id,
-                    items,
-                    overrides,
+                    kind: TurnKind::Input { items, overrides },
+                };
+                if running.is_some() {
+                    queue.push_back(turn);
+                } else {
+                    running = Some(start_turn(&session, turn));
+                }
+            }
+            Op::Review { turn_id, request } => {
+                let turn = QueuedTurn {
+                    turn_id,
+                    submission_id: id,
+                    kind: TurnKind::Review(request),
                 };
                 if running.is_some() {
                     queue.push_back(turn);
@@ -446,12 +488,9 @@ fn start_turn(session: &Arc<Session>, turn: QueuedTurn) -> RunningTurn {
     let cancel = CancellationToken::new();
     let handle = tokio::spawn(supervise_turn(
         session.clone(),
-        TurnStart {
-            submission_id: turn.submission_id,
-            turn_id: turn.turn_id.clone(),
-            items: turn.items,
-            overrides: turn.overrides,
-        },
+        turn.submission_id,
+        turn.turn_id.clone(),
+        turn.kind,
         cancel.clone(),
     ));
     RunningTurn {
@@ -475,9 +514,32 @@ fn abort_queued(session: &Session, turn: QueuedTurn) {
 
 /// Runs a turn; if it panics, still ends it with a `turn_failed` event so no front
 /// door waits forever for a turn that is gone.
-async fn supervise_turn(session: Arc<Session>, start: TurnStart, cancel: CancellationToken) {
-    let (submission_id, turn_id) = (start.submission_id.clone(), start.turn_id.clone());
-    let turn = tokio::spawn(crate::turn::run_turn(session.clone(), start, cancel));
+async fn supervise_turn(
+    session: Arc<Session>,
+    submission_id: String,
+    turn_id: String,
+    kind: TurnKind,
+    cancel: CancellationToken,
+) {
+    let turn = match kind {
+        TurnKind::Input { items, overrides } => tokio::spawn(crate::turn::run_turn(
+            session.clone(),
+            TurnStart {
+                submission_id: submission_id.clone(),
+                turn_id: turn_id.clone(),
+                items,
+                overrides,
+            },
+            cancel,
+        )),
+        TurnKind::Review(request) => tokio::spawn(crate::review::run_review(
+            session.clone(),
+            submission_id.clone(),
+            turn_id.clone(),
+            request,
+            cancel,
+        )),
+    };
     if let Err(err) = turn.await {
         tracing::error!("turn {turn_id} ended abnormally: {err}");
         session

@@ -96,6 +96,13 @@ impl HumanRenderer {
                 Some(total) => writeln!(out, "tokens used: {total}"),
                 None => Ok(()),
             },
+            EventMsg::EnteredReviewMode(request) => {
+                writeln!(out, "reviewing {}", request.user_facing_hint)
+            }
+            EventMsg::ExitedReviewMode(exited) => match &exited.review_output {
+                Some(output) => writeln!(out, "\n{}\n", output.to_markdown()),
+                None => writeln!(out, "review interrupted"),
+            },
             // Deltas are not shown (their complete messages are); questions are asked
             // by the approval prompt; the rest adds nothing to this view.
             EventMsg::UserMessage(_)

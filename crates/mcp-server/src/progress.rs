@@ -77,6 +77,10 @@ impl ProgressReporter {
                 None => return,
             },
             EventMsg::StreamError(e) => format!("retrying the model: {}", e.message),
+            EventMsg::EnteredReviewMode(request) => {
+                self.set_current(format!("reviewing {}", request.user_facing_hint))
+            }
+            EventMsg::ExitedReviewMode(_) => self.set_current("review finished".to_string()),
             EventMsg::SessionConfigured(_)
             | EventMsg::UserMessage(_)
             | EventMsg::AgentMessageDelta(_)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AskForApproval, SandboxPolicy, TokenUsage};
+use crate::{AskForApproval, ExitedReviewModeEvent, ReviewRequest, SandboxPolicy, TokenUsage};
 
 /// An event with the id of the submission that caused it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +67,10 @@ pub enum EventMsg {
     /// The turn finished.
     #[serde(alias = "turn_complete")]
     TaskComplete(TaskCompleteEvent),
+    /// A review began; what follows is the reviewer's work.
+    EnteredReviewMode(ReviewRequest),
+    /// The review ended.
+    ExitedReviewMode(ExitedReviewModeEvent),
     /// The thread has stopped.
     ShutdownComplete,
 }

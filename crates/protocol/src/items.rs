@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FileChange, ParsedCommand, PlanItem};
+use crate::{FileChange, ParsedCommand, PlanItem, ReviewOutputEvent, ReviewRequest};
 
 /// One item of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,10 @@ pub enum ThreadItem {
     FileChange(FileChangeItem),
     /// The model's plan (`update_plan`), one item per turn, updated in place.
     Plan(PlanUpdateItem),
+    /// A review began: the turn now reports the reviewer's work.
+    EnteredReviewMode(EnteredReviewModeItem),
+    /// The review ended, with its findings.
+    ExitedReviewMode(ExitedReviewModeItem),
 }
 
 impl ThreadItem {
@@ -41,6 +45,8 @@ impl ThreadItem {
             Self::CommandExecution(item) => &item.id,
             Self::FileChange(item) => &item.id,
             Self::Plan(item) => &item.id,
+            Self::EnteredReviewMode(item) => &item.id,
+            Self::ExitedReviewMode(item) => &item.id,
         }
     }
 }
@@ -173,4 +179,26 @@ pub struct PlanUpdateItem {
     pub explanation: Option<String>,
     /// The whole plan, as last updated.
     pub plan: Vec<PlanItem>,
+}
+
+/// A review began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnteredReviewModeItem {
+    /// Item id.
+    pub id: String,
+    /// What is reviewed, for the user.
+    pub review: String,
+    /// The whole request.
+    pub request: ReviewRequest,
+}
+
+/// A review ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitedReviewModeItem {
+    /// Item id.
+    pub id: String,
+    /// The findings rendered as text (what enters the thread's history).
+    pub review: String,
+    /// The findings; `None` when the review was interrupted.
+    pub output: Option<ReviewOutputEvent>,
 }

@@ -5,9 +5,9 @@
 use crate::{
     AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, CommandExecutionStatus,
     DeltaEvent, Event, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent,
-    ExecCommandOutputDeltaEvent, ExecCommandStatus, FileChangeItem, PatchApplyBeginEvent,
-    PatchApplyEndEvent, PatchApplyEndStatus, PatchApplyStatus, ThreadEvent, ThreadEventMsg,
-    ThreadItem, UpdatePlanArgs, UserMessageEvent,
+    ExecCommandOutputDeltaEvent, ExecCommandStatus, ExitedReviewModeEvent, FileChangeItem,
+    PatchApplyBeginEvent, PatchApplyEndEvent, PatchApplyEndStatus, PatchApplyStatus, ThreadEvent,
+    ThreadEventMsg, ThreadItem, UpdatePlanArgs, UserMessageEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
@@ -22,7 +22,9 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
             | ThreadItem::CommandExecution(_)
-            | ThreadItem::FileChange(_) => Vec::new(),
+            | ThreadItem::FileChange(_)
+            | ThreadItem::EnteredReviewMode(_)
+            | ThreadItem::ExitedReviewMode(_) => Vec::new(),
         },
         ThreadEventMsg::ItemUpdated(e) => match &e.item {
             ThreadItem::CommandExecution(cmd) if cmd.started => {
@@ -36,9 +38,19 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::FileChange(_)
             | ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
-            | ThreadItem::Reasoning(_) => Vec::new(),
+            | ThreadItem::Reasoning(_)
+            | ThreadItem::EnteredReviewMode(_)
+            | ThreadItem::ExitedReviewMode(_) => Vec::new(),
         },
         ThreadEventMsg::ItemCompleted(e) => match &e.item {
+            ThreadItem::EnteredReviewMode(review) => {
+                vec![EventMsg::EnteredReviewMode(review.request.clone())]
+            }
+            ThreadItem::ExitedReviewMode(review) => {
+                vec![EventMsg::ExitedReviewMode(ExitedReviewModeEvent {
+                    review_output: review.output.clone(),
+                })]
+            }
             ThreadItem::UserMessage(m) => vec![EventMsg::UserMessage(UserMessageEvent {
                 message: m.text.clone(),
             })],

@@ -14,6 +14,7 @@ mod items;
 mod legacy;
 mod models;
 mod ops;
+mod review;
 mod thread_events;
 
 pub use config_types::*;
@@ -22,4 +23,5 @@ pub use items::*;
 pub use legacy::legacy_events;
 pub use models::*;
 pub use ops::*;
+pub use review::*;
 pub use thread_events::*;

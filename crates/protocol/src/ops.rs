@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AskForApproval, SandboxPolicy};
+use crate::{AskForApproval, ReviewRequest, SandboxPolicy};
 
 /// An op with the id its events will carry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,15 @@ pub enum Op {
         /// Settings this turn changes, for itself and every later turn.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         overrides: Option<TurnOverrides>,
+    },
+    /// Run a review as turn `turn_id` (queued like any turn): an isolated reviewer
+    /// with its own history looks at the target and reports findings.
+    /// `Thread::submit_review` builds it, minting the turn id.
+    Review {
+        /// The review turn's id.
+        turn_id: String,
+        /// What to review.
+        request: ReviewRequest,
     },
     /// Stop turn `turn_id` (running: kill its commands; queued: drop it) and emit
     /// `turn_aborted`; a turn that already ended makes this a no-op.

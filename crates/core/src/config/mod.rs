@@ -96,6 +96,7 @@ struct ConfigToml {
     base_instructions: Option<String>,
     developer_instructions: Option<String>,
     compact_prompt: Option<String>,
+    review_model: Option<String>,
     include_plan_tool: Option<bool>,
     #[serde(default)]
     sandbox_workspace_write: SandboxWorkspaceWrite,
@@ -158,6 +159,8 @@ pub struct Config {
     pub developer_instructions: Option<String>,
     /// Prompt used when compacting history.
     pub compact_prompt: Option<String>,
+    /// The model reviews run with (default: the session's model).
+    pub review_model: Option<String>,
     /// Whether `update_plan` is offered to the model.
     pub include_plan_tool: bool,
     /// Compact history past this many tokens.
@@ -373,6 +376,7 @@ impl ConfigLayers {
                 .clone()
                 .or(toml.developer_instructions),
             compact_prompt: o.compact_prompt.clone().or(toml.compact_prompt),
+            review_model: toml.review_model,
             include_plan_tool: o
                 .include_plan_tool
                 .or(toml.include_plan_tool)

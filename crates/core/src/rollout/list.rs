@@ -30,6 +30,8 @@ pub struct SessionSummary {
     pub first_prompt_preview: String,
     /// How many turns were started.
     pub turns: usize,
+    /// The thread this one works for (a review's reviewer), if any.
+    pub parent_thread_id: Option<String>,
 }
 
 impl SessionSummary {
@@ -59,7 +61,11 @@ pub fn list_sessions(
             break;
         }
         match summarize(&path, updated) {
-            Ok(summary) if cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) => {
+            // A review's reviewer belongs to its parent; it is not a session of its own.
+            Ok(summary)
+                if summary.parent_thread_id.is_none()
+                    && cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) =>
+            {
                 sessions.push(summary);
             }
             Ok(_) => {}
@@ -155,6 +161,7 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
         cwd: meta.cwd,
         first_prompt_preview: preview.unwrap_or_default(),
         turns,
+        parent_thread_id: meta.parent_thread_id,
     })
 }
 

@@ -79,6 +79,8 @@ pub enum SessionSource {
     Mcp,
     /// `deputy exec`.
     Exec,
+    /// A review's reviewer, a child of another thread (`parent_thread_id`).
+    Review,
 }
 
 /// Payload of the `session_meta` line: enough to rebuild the thread's configuration.
@@ -115,6 +117,9 @@ pub struct SessionMeta {
     /// Which front door started the session.
     #[serde(default)]
     pub source: SessionSource,
+    /// The thread this one works for (a review's reviewer), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_thread_id: Option<String>,
 }
 
 fn yes() -> bool {
@@ -138,6 +143,7 @@ impl SessionMeta {
             include_plan_tool: config.include_plan_tool,
             cli_version: env!("CARGO_PKG_VERSION").to_string(),
             source,
+            parent_thread_id: None,
         }
     }
 }

@@ -33,6 +33,7 @@ fn meta(id: &str, cwd: &Path) -> SessionMeta {
         include_plan_tool: false,
         cli_version: "0.1.0".into(),
         source: SessionSource::Exec,
+        parent_thread_id: None,
     }
 }
 

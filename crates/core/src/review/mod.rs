@@ -1,0 +1,257 @@
+//! Review mode: a turn in which an isolated reviewer looks at a change and reports
+//! structured findings.
+//!
+//! The reviewer is a child thread with its own clean history and rollout (linked to the
+//! parent): the review prompt as its instructions, no user, developer or project
+//! instructions, `review_model` (or the session's model), a read-only sandbox and no
+//! approvals. The parent's turn reports `entered_review_mode`, then the reviewer's items,
+//! then `exited_review_mode` with the findings; only a short record of the result enters
+//! the parent's history.
+
+mod git;
+mod output;
+
+use std::sync::Arc;
+
+use deputy_protocol::{
+    AskForApproval, EnteredReviewModeItem, ErrorEvent, ExitedReviewModeItem, InputItem, ItemEvent,
+    Op, ResponseItem, ReviewOutputEvent, ReviewRequest, SandboxMode, TaskCompleteEvent,
+    TaskStartedEvent, ThreadEventMsg, ThreadItem, TurnAbortReason, TurnAbortedEvent,
+};
+use tokio_util::sync::CancellationToken;
+
+pub use git::{MAX_DIFF_BYTES, ReviewGitError, ReviewMaterial, collect};
+pub use output::parse_review_output;
+
+use crate::client::ModelClient;
+use crate::config::Config;
+use crate::rollout::{RolloutRecorder, SessionMeta, SessionSource};
+use crate::thread::{Session, Thread, ThreadStart, spawn_thread};
+use crate::turn::new_item_id;
+
+/// The reviewer's instructions.
+pub const REVIEW_PROMPT: &str = include_str!("review_prompt.md");
+
+/// Runs review turn `turn_id`, emitting exactly one turn-ending event.
+pub(crate) async fn run_review(
+    session: Arc<Session>,
+    submission_id: String,
+    turn_id: String,
+    request: ReviewRequest,
+    cancel: CancellationToken,
+) {
+    let publish = |msg| session.log.publish(Some(&turn_id), &submission_id, msg);
+    let config = match session.settings_for_turn(None) {
+        Ok(settings) => settings.config,
+        Err(why) => {
+            let failed = ThreadEventMsg::TurnFailed(ErrorEvent { message: why });
+            session
+                .log
+                .publish_durable(Some(&turn_id), &submission_id, failed)
+                .await;
+            return;
+        }
+    };
+    session.record_turn_context(&turn_id, &config);
+    publish(ThreadEventMsg::TurnStarted(TaskStartedEvent {
+        turn_id: turn_id.clone(),
+        model_context_window: config.model_context_window,
+    }));
+    let entered = ThreadItem::EnteredReviewMode(EnteredReviewModeItem {
+        id: new_item_id(),
+        review: request.user_facing_hint.clone(),
+        request: request.clone(),
+    });
+    publish(ThreadEventMsg::ItemStarted(ItemEvent {
+        item: entered.clone(),
+    }));
+    publish(ThreadEventMsg::ItemCompleted(ItemEvent { item: entered }));
+
+    // Dropping the review on cancellation drops the reviewer's handle, which stops its
+    // turn and kills its commands.
+    let result = tokio::select! {
+        result = review(&session, &config, &turn_id, &submission_id, &request) => Some(result),
+        () = cancel.cancelled() => None,
+    };
+    let (output, rendered) = match &result {
+        Some(Ok(output)) => (Some(output.clone()), output.to_markdown()),
+        Some(Err(why)) => (None, format!("The review failed: {why}")),
+        None => (None, "The review was interrupted.".to_string()),
+    };
+    let exited = ThreadItem::ExitedReviewMode(ExitedReviewModeItem {
+        id: new_item_id(),
+        review: rendered.clone(),
+        output,
+    });
+    publish(ThreadEventMsg::ItemStarted(ItemEvent {
+        item: exited.clone(),
+    }));
+    publish(ThreadEventMsg::ItemCompleted(ItemEvent { item: exited }));
+    let end = match result {
+        Some(Ok(_)) => {
+            session.record([
+                ResponseItem::user_text(format!("Review {}.", request.user_facing_hint)),
+                ResponseItem::assistant_text(rendered.clone()),
+            ]);
+            ThreadEventMsg::TurnComplete(TaskCompleteEvent {
+                turn_id: turn_id.clone(),
+                last_agent_message: Some(rendered),
+            })
+        }
+        Some(Err(why)) => ThreadEventMsg::TurnFailed(ErrorEvent {
+            message: format!("the review failed: {why}"),
+        }),
+        None => ThreadEventMsg::TurnAborted(TurnAbortedEvent {
+            turn_id: turn_id.clone(),
+            reason: TurnAbortReason::Interrupted,
+        }),
+    };
+    session
+        .log
+        .publish_durable(Some(&turn_id), &submission_id, end)
+        .await;
+}
+
+/// Computes the change, runs the reviewer on it and reads its findings.
+async fn review(
+    session: &Session,
+    config: &Arc<Config>,
+    turn_id: &str,
+    submission_id: &str,
+    request: &ReviewRequest,
+) -> Result<ReviewOutputEvent, String> {
+    let (cwd, target) = (config.cwd.clone(), request.target.clone());
+    let material = tokio::task::spawn_blocking(move || collect(&cwd, &target))
+        .await
+        .map_err(|e| format!("computing the change failed: {e}"))?
+        .map_err(|e| e.to_string())?;
+    let reviewer = start_reviewer(session, config, request)?;
+    let mut events = reviewer.subscribe(0);
+    let reviewer_turn = reviewer
+        .submit_turn(
+            "review".into(),
+            vec![InputItem::Text {
+                text: review_input(&material, request),
+            }],
+        )
+        .map_err(|e| e.to_string())?;
+    let answer = loop {
+        let event = match events.next().await {
+            Some(Ok(event)) => event,
+            Some(Err(_lagged)) => {
+                events = events.resubscribe();
+                continue;
+            }
+            None => break Err("the reviewer stopped unexpectedly".to_string()),
+        };
+        if is_forwarded(&event.msg) {
+            session
+                .log
+                .publish(Some(turn_id), submission_id, event.msg.clone());
+        }
+        if event.turn_id.as_deref() != Some(reviewer_turn.as_str()) {
+            continue;
+        }
+        match &event.msg {
+            ThreadEventMsg::TurnComplete(done) => {
+                break Ok(done.last_agent_message.clone().unwrap_or_default());
+            }
+            ThreadEventMsg::TurnFailed(failed) => break Err(failed.message.clone()),
+            ThreadEventMsg::TurnAborted(_) => break Err("the reviewer was stopped".to_string()),
+            _ => {}
+        }
+    };
+    let _ = reviewer.submit(Op::Shutdown);
+    reviewer.closed().await;
+    answer.map(|text| parse_review_output(&text))
+}
+
+/// The reviewer's events the parent's turn reports: its items and their progress, not
+/// its own thread and turn boundaries (which would end the parent's turn) or approvals
+/// (it never asks; its questions could not be answered through the parent).
+fn is_forwarded(msg: &ThreadEventMsg) -> bool {
+    match msg {
+        ThreadEventMsg::ItemStarted(_)
+        | ThreadEventMsg::ItemUpdated(_)
+        | ThreadEventMsg::ItemCompleted(_)
+        | ThreadEventMsg::AgentMessageDelta(_)
+        | ThreadEventMsg::ReasoningDelta(_)
+        | ThreadEventMsg::CommandOutputDelta(_)
+        | ThreadEventMsg::TokenCount(_)
+        | ThreadEventMsg::StreamError(_)
+        | ThreadEventMsg::Warning(_) => true,
+        ThreadEventMsg::SessionConfigured(_)
+        | ThreadEventMsg::TurnStarted(_)
+        | ThreadEventMsg::ExecApprovalRequest(_)
+        | ThreadEventMsg::PatchApprovalRequest(_)
+        | ThreadEventMsg::ApprovalResolved(_)
+        | ThreadEventMsg::TurnDiff(_)
+        | ThreadEventMsg::TurnComplete(_)
+        | ThreadEventMsg::TurnAborted(_)
+        | ThreadEventMsg::TurnFailed(_)
+        | ThreadEventMsg::ShutdownComplete => false,
+    }
+}
+
+/// Starts the reviewer: a child thread with its own rollout, linked to the parent.
+fn start_reviewer(
+    session: &Session,
+    config: &Config,
+    request: &ReviewRequest,
+) -> Result<Arc<Thread>, String> {
+    let mut reviewer = config.clone();
+    reviewer.model = request
+        .model
+        .clone()
+        .or_else(|| config.review_model.clone())
+        .unwrap_or_else(|| config.model.clone());
+    reviewer.approval_policy = AskForApproval::Never;
+    reviewer.sandbox_mode = SandboxMode::ReadOnly;
+    reviewer.sandbox_workspace_write.network_access = false;
+    reviewer.base_instructions = Some(REVIEW_PROMPT.to_string());
+    reviewer.developer_instructions = None;
+    reviewer.include_plan_tool = false;
+    let client = ModelClient::new(reviewer.model_provider.clone(), reviewer.model.clone())
+        .map_err(|e| format!("cannot set up the reviewer's model client: {e}"))?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let mut meta = SessionMeta::new(&id, &reviewer, SessionSource::Review);
+    meta.parent_thread_id = Some(session.log.thread_id().to_string());
+    let rollout = RolloutRecorder::create(&reviewer.deputy_home, &meta, &[])
+        .map_err(|e| format!("cannot create the reviewer's session file: {e}"))?;
+    Ok(spawn_thread(ThreadStart {
+        id,
+        config: Arc::new(reviewer),
+        client,
+        history: Vec::new(),
+        rollout: Some(rollout),
+        next_seq: 1,
+    }))
+}
+
+/// The reviewer's one user message: what to review and the change itself.
+fn review_input(material: &ReviewMaterial, request: &ReviewRequest) -> String {
+    let mut text = format!(
+        "Review {} in the repository at {}.\n",
+        material.description,
+        material.root.display()
+    );
+    if let Some(prompt) = request.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+        text.push_str(&format!("\nAlso: {}\n", prompt.trim()));
+    }
+    if !material.files.trim().is_empty() {
+        text.push_str(&format!(
+            "\nChanged files:\n{}\n",
+            material.files.trim_end()
+        ));
+    }
+    if !material.diff.trim().is_empty() {
+        text.push_str(&format!("\nThe diff:\n```diff\n{}```\n", material.diff));
+    } else if !matches!(request.target, deputy_protocol::ReviewTarget::Custom { .. }) {
+        text.push_str("\nThere are no changes to review.\n");
+    }
+    text.push_str(
+        "\nRead more of the repository with read-only commands where the diff is not enough. \
+         End with the JSON object your instructions describe.",
+    );
+    text
+}
