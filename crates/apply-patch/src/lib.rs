@@ -66,6 +66,7 @@
 //! * Files keep their line endings: CRLF files stay CRLF, and a file without
 //!   a final newline does not gain one.
 
+pub mod beneath;
 mod diff;
 mod error;
 mod heredoc;
