@@ -60,6 +60,18 @@ impl PlannedChange {
         }
     }
 
+    /// Every absolute path this change reads or writes: its file, then a move's destination.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        let destination = match self {
+            PlannedChange::Update {
+                move_path: Some(dest),
+                ..
+            } => Some(dest.as_path()),
+            _ => None,
+        };
+        std::iter::once(self.path()).chain(destination)
+    }
+
     /// The path as written in the patch (the destination's, for a move).
     pub fn display_path(&self) -> &Path {
         match self {

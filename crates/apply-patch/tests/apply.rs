@@ -4,7 +4,8 @@ use std::fs;
 use std::path::Path;
 
 use deputy_apply_patch::{
-    ApplyError, PatchError, PlannedChange, apply_patch, apply_planned, parse_patch, plan_patch,
+    ApplyError, PatchError, PlannedChange, WriteTargets, apply_patch, apply_planned, parse_patch,
+    plan_patch,
 };
 use pretty_assertions::assert_eq;
 use tempfile::TempDir;
@@ -261,7 +262,7 @@ fn write_failure_midway_rolls_back_earlier_writes() {
         "*** Update File: a.txt\n-original\n+changed\n*** Delete File: gone.txt\n*** Add File: fresh/new.txt\n+n\n*** Add File: blocker/sub/x.txt\n+x\n",
     );
     let changes = plan_patch(&parse_patch(&text).unwrap(), dir.path()).unwrap();
-    let err = apply_planned(&changes).unwrap_err();
+    let err = apply_planned(&changes, &WriteTargets::resolved_now(&changes).unwrap()).unwrap_err();
 
     assert!(
         matches!(&err, ApplyError::Io { action: "create directory", rollback_failures, .. } if rollback_failures.is_empty()),
@@ -336,7 +337,7 @@ fn file_edited_after_planning_is_not_overwritten() {
     )
     .unwrap();
     fs::write(dir.path().join("f"), "edited meanwhile\n").unwrap();
-    let err = apply_planned(&changes).unwrap_err();
+    let err = apply_planned(&changes, &WriteTargets::resolved_now(&changes).unwrap()).unwrap_err();
     assert!(
         matches!(err, ApplyError::ChangedSincePlanned { .. }),
         "{err}"
