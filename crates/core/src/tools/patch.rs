@@ -47,12 +47,13 @@ pub(super) async fn apply(
     };
     let writable =
         config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess || inside_roots;
+    let written = written_files(&targets, &touched);
     let approvals = &ctx.session.approvals;
     let auto_approved = match assess_patch(
         config.approval_policy,
         config.sandbox_mode,
         writable,
-        approvals.files_approved_for_session(touched.iter()),
+        approvals.files_approved_for_session(written.iter()),
     ) {
         PatchAssessment::Reject(reason) => return Ok(reason),
         PatchAssessment::Apply => true,
@@ -73,7 +74,7 @@ pub(super) async fn apply(
             match answer.decision {
                 ReviewDecision::Approved => {}
                 ReviewDecision::ApprovedForSession => {
-                    approvals.approve_files_for_session(touched.iter().cloned());
+                    approvals.approve_files_for_session(written);
                 }
                 ReviewDecision::Abort => return Err(TurnStop::Aborted),
                 ReviewDecision::Denied | ReviewDecision::TimedOut => {
@@ -189,14 +190,31 @@ pub(crate) fn file_changes(planned: &[PlannedChange]) -> BTreeMap<PathBuf, FileC
         .collect()
 }
 
+/// The files the patch writes, as resolved at check time. Session approvals are keyed by
+/// these, so approving `a/x` does not also cover wherever `a/x` leads once `a` is swapped
+/// for a symlink.
+fn written_files(targets: &WriteTargets, touched: &[PathBuf]) -> Vec<PathBuf> {
+    touched
+        .iter()
+        .map(|path| {
+            targets
+                .get(path)
+                .map_or_else(|| path.clone(), WriteTarget::full_path)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs;
     use std::os::unix::fs::symlink;
 
+    use std::time::Duration;
+
     use deputy_apply_patch::ApplyError;
 
     use super::*;
+    use crate::approval::ApprovalGate;
 
     struct Scene {
         root: PathBuf,
@@ -267,6 +285,26 @@ mod tests {
             message.contains("cannot resolve where to write it"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_session_approval_does_not_cover_a_path_whose_directory_was_swapped_since() {
+        let scene = scene();
+        fs::write(scene.outside.join("a.txt"), "a\n").unwrap();
+        let no_roots = WritableRoots::default();
+        let touched = [scene.root.join("sub/a.txt")];
+        let written = |roots: &WritableRoots| {
+            let (targets, _) = write_targets(roots, &touched).unwrap();
+            written_files(&targets, &touched)
+        };
+        let gate = ApprovalGate::new(Duration::from_secs(1));
+        gate.approve_files_for_session(written(&no_roots));
+        assert!(gate.files_approved_for_session(written(&no_roots).iter()));
+
+        fs::rename(scene.root.join("sub"), scene.root.join("moved")).unwrap();
+        symlink(&scene.outside, scene.root.join("sub")).unwrap();
+
+        assert!(!gate.files_approved_for_session(written(&no_roots).iter()));
     }
 
     #[test]
