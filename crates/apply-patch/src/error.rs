@@ -111,6 +111,16 @@ pub enum ApplyError {
         /// Absolute path of the file, as planned.
         path: PathBuf,
     },
+    /// The patch deletes or moves a path that is a symlink; nothing was written.
+    #[error(
+        "{}: is a symbolic link; apply_patch does not delete or move symbolic links (use a \
+         shell command); no files were changed",
+        .path.display()
+    )]
+    RemovesSymlink {
+        /// Absolute path of the link, as planned.
+        path: PathBuf,
+    },
     /// Writing, removing or creating a directory failed while applying.
     #[error(
         "{}: failed to {action}: {source}{}",

@@ -72,6 +72,19 @@ impl PlannedChange {
         std::iter::once(self.path()).chain(destination)
     }
 
+    /// The path this change removes: a deleted file, or the source of a move.
+    pub fn removed_path(&self) -> Option<&Path> {
+        match self {
+            PlannedChange::Delete { path, .. }
+            | PlannedChange::Update {
+                path,
+                move_path: Some(_),
+                ..
+            } => Some(path),
+            _ => None,
+        }
+    }
+
     /// The path as written in the patch (the destination's, for a move).
     pub fn display_path(&self) -> &Path {
         match self {

@@ -89,6 +89,17 @@ pub fn apply_planned(
             path: path.to_path_buf(),
         });
     }
+    // Targets are resolved, so removing a path that names a symlink would remove the file it
+    // points to, where deleting or moving the link itself was meant: refuse instead.
+    if let Some(path) = changes
+        .iter()
+        .filter_map(PlannedChange::removed_path)
+        .find(|path| path.symlink_metadata().is_ok_and(|m| m.is_symlink()))
+    {
+        return Err(ApplyError::RemovesSymlink {
+            path: path.to_path_buf(),
+        });
+    }
     let mut places = Places {
         targets,
         roots: HashMap::new(),

@@ -206,3 +206,26 @@ fn a_move_onto_a_symlink_to_the_file_itself_edits_it_in_place() {
     assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "A\n");
     assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "A\n");
 }
+
+#[test]
+fn deleting_or_moving_a_symlink_is_refused_rather_than_removing_its_target() {
+    let (_r, root, _o, _outside) = scene(&[("real.txt", "r\n")]);
+    symlink(root.join("real.txt"), root.join("link.txt")).unwrap();
+    for body in [
+        "*** Delete File: link.txt\n",
+        "*** Update File: link.txt\n*** Move to: moved.txt\n-r\n+R\n",
+    ] {
+        let changes = plan(&root, body);
+
+        let err =
+            apply_planned(&changes, &WriteTargets::resolved_now(&changes).unwrap()).unwrap_err();
+
+        assert!(
+            matches!(&err, ApplyError::RemovesSymlink { path } if *path == root.join("link.txt")),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(root.join("real.txt")).unwrap(), "r\n");
+        assert!(root.join("link.txt").is_symlink());
+        assert!(!root.join("moved.txt").exists());
+    }
+}
