@@ -377,3 +377,23 @@ fn many_chunks_on_a_large_file_apply_quickly() {
     // Generous for a debug build on a loaded machine; quadratic behaviour takes minutes.
     assert!(elapsed.as_secs() < 20, "took {elapsed:?}");
 }
+
+#[test]
+fn planning_refuses_a_fifo_instead_of_waiting_for_a_writer() {
+    let dir = dir_with(&[]);
+    nix::unistd::mkfifo(
+        &dir.path().join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let cwd = dir.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let text = patch("*** Update File: pipe\n-x\n+y\n");
+        let _ = tx.send(apply_error(&text, &cwd));
+    });
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("planning returned instead of blocking on the FIFO");
+    assert!(err.contains("not a regular file"), "{err}");
+}
