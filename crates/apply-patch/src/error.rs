@@ -91,6 +91,36 @@ pub enum ApplyError {
         /// Undo steps that failed; empty when everything was restored.
         rollback_failures: Vec<String>,
     },
+    /// A symlink appeared on the way to a file (or a directory on it was moved) after its
+    /// write target was chosen; nothing is written through it.
+    #[error(
+        "{}: not written: a directory or file on its path was replaced by a symbolic link, \
+         or moved, after the patch was checked{}",
+        .path.display(),
+        rollback_note(.rollback_failures)
+    )]
+    Redirected {
+        /// Absolute path of the file, as planned.
+        path: PathBuf,
+        /// Undo steps that failed; empty when everything was restored.
+        rollback_failures: Vec<String>,
+    },
+    /// The caller gave no write target for a path the plan touches; nothing was written.
+    #[error("{}: no write target was given for this path; no files were changed", .path.display())]
+    NoWriteTarget {
+        /// Absolute path of the file, as planned.
+        path: PathBuf,
+    },
+    /// The patch deletes or moves a path that is a symlink; nothing was written.
+    #[error(
+        "{}: is a symbolic link; apply_patch does not delete or move symbolic links (use a \
+         shell command); no files were changed",
+        .path.display()
+    )]
+    RemovesSymlink {
+        /// Absolute path of the link, as planned.
+        path: PathBuf,
+    },
     /// Writing, removing or creating a directory failed while applying.
     #[error(
         "{}: failed to {action}: {source}{}",

@@ -27,9 +27,30 @@
 //!    chunk of which file did not match and show the lines sought.
 //! 3. [`apply_planned`] writes all changes or none: if a write fails midway,
 //!    the files already changed are restored before the error is returned.
+//!    Each path is written at a [`WriteTarget`] the caller chose — a root
+//!    directory and a path beneath it — and reached from that root without
+//!    following symlinks ([`beneath`]), so a path checked when the targets were
+//!    chosen cannot be redirected elsewhere by a symlink swapped in afterwards.
 //!
 //! [`apply_patch`] runs all three. [`extract_patch_from_argv`] recognises a
 //! shell command that is really a patch (`apply_patch <<'EOF' … EOF`).
+//!
+//! # Writing beneath roots
+//!
+//! A caller that confines writes (say, to a workspace) checks each planned
+//! path, then gives [`apply_planned`] the root that allowed it and the path
+//! resolved beneath that root, as it was when checked; a caller without such a
+//! rule uses [`WriteTargets::resolved_now`]. Either way a directory swapped for
+//! a symlink between the choice and the write fails the patch
+//! ([`ApplyError::Redirected`]) and nothing is changed.
+//!
+//! Planning reads files through their paths as given, symlinks and all. That
+//! read only decides what to write: applying re-reads each file beneath its
+//! root and writes only if it holds exactly what was planned from, through the
+//! same descriptor, so what is written always derives from the file actually
+//! opened. (A plan computed from a file elsewhere fails as
+//! [`ApplyError::ChangedSincePlanned`]; what planning can read, the commands a
+//! caller runs can usually read as well.)
 //!
 //! # Example
 //!
@@ -50,7 +71,8 @@
 //!     &deputy_apply_patch::parse_patch(patch)?,
 //!     dir.path(),
 //! )?;
-//! let summary = deputy_apply_patch::apply_planned(&changes)?;
+//! let targets = deputy_apply_patch::WriteTargets::resolved_now(&changes)?;
+//! let summary = deputy_apply_patch::apply_planned(&changes, &targets)?;
 //!
 //! assert_eq!(summary.to_string(), "Success. Updated the following files:\nM greeting.txt\n");
 //! assert_eq!(std::fs::read_to_string(dir.path().join("greeting.txt"))?, "hello\nthere\n");
@@ -66,12 +88,14 @@
 //! * Files keep their line endings: CRLF files stay CRLF, and a file without
 //!   a final newline does not gain one.
 
+pub mod beneath;
 mod diff;
 mod error;
 mod heredoc;
 mod invocation;
 mod parser;
 mod plan;
+mod target;
 mod transaction;
 mod update;
 
@@ -82,11 +106,14 @@ pub use error::{ApplyError, PatchError};
 pub use invocation::{ExtractedPatch, extract_patch_from_argv};
 pub use parser::{Hunk, ParseError, Patch, UpdateChunk, parse_patch};
 pub use plan::{PlannedChange, plan_patch};
+pub use target::{WriteTarget, WriteTargets};
 pub use transaction::{ApplySummary, apply_planned};
 
-/// Parses `text`, plans it against `cwd` and applies it all-or-nothing.
+/// Parses `text`, plans it against `cwd` and applies it all-or-nothing, each path
+/// written where it resolves once planned ([`WriteTargets::resolved_now`]).
 pub fn apply_patch(text: &str, cwd: &Path) -> Result<ApplySummary, PatchError> {
     let patch = parse_patch(text)?;
     let changes = plan_patch(&patch, cwd)?;
-    Ok(apply_planned(&changes)?)
+    let targets = WriteTargets::resolved_now(&changes)?;
+    Ok(apply_planned(&changes, &targets)?)
 }

@@ -1,8 +1,11 @@
 //! Computing every file's new content from a patch without touching the disk.
 
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
+
+use nix::fcntl::OFlag;
 
 use crate::diff::unified_diff;
 use crate::error::ApplyError;
@@ -57,6 +60,31 @@ impl PlannedChange {
             PlannedChange::Add { path, .. }
             | PlannedChange::Delete { path, .. }
             | PlannedChange::Update { path, .. } => path,
+        }
+    }
+
+    /// Every absolute path this change reads or writes: its file, then a move's destination.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        let destination = match self {
+            PlannedChange::Update {
+                move_path: Some(dest),
+                ..
+            } => Some(dest.as_path()),
+            _ => None,
+        };
+        std::iter::once(self.path()).chain(destination)
+    }
+
+    /// The path this change removes: a deleted file, or the source of a move.
+    pub fn removed_path(&self) -> Option<&Path> {
+        match self {
+            PlannedChange::Delete { path, .. }
+            | PlannedChange::Update {
+                path,
+                move_path: Some(_),
+                ..
+            } => Some(path),
+            _ => None,
         }
     }
 
@@ -159,7 +187,7 @@ impl PlannedFiles {
         if let Some(planned) = self.touched.get(absolute) {
             return Ok(planned.clone().map(Ok));
         }
-        match std::fs::read(absolute) {
+        match read_regular_file(absolute) {
             Ok(bytes) => Ok(Some(String::from_utf8(bytes).map_err(|e| e.into_bytes()))),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(ApplyError::Read {
@@ -172,6 +200,24 @@ impl PlannedFiles {
     fn set(&mut self, absolute: &Path, contents: Option<String>) {
         self.touched.insert(absolute.to_path_buf(), contents);
     }
+}
+
+/// The bytes of the regular file at `path`. Anything else is refused without blocking:
+/// a FIFO planted under a patched name would otherwise hang planning until a writer appears.
+fn read_regular_file(path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// `path` made absolute against `cwd`, with `.` and `..` resolved lexically.

@@ -10,7 +10,8 @@ use std::fs;
 use std::path::Path;
 
 use deputy_apply_patch::{
-    ApplyError, PatchError, PlannedChange, apply_patch, apply_planned, parse_patch, plan_patch,
+    ApplyError, PatchError, PlannedChange, WriteTargets, apply_patch, apply_planned, parse_patch,
+    plan_patch,
 };
 use pretty_assertions::assert_eq;
 use tempfile::TempDir;
@@ -267,7 +268,7 @@ fn write_failure_midway_rolls_back_earlier_writes() {
         "*** Update File: a.txt\n-original\n+changed\n*** Delete File: gone.txt\n*** Add File: fresh/new.txt\n+n\n*** Add File: blocker/sub/x.txt\n+x\n",
     );
     let changes = plan_patch(&parse_patch(&text).unwrap(), dir.path()).unwrap();
-    let err = apply_planned(&changes).unwrap_err();
+    let err = apply_planned(&changes, &WriteTargets::resolved_now(&changes).unwrap()).unwrap_err();
 
     assert!(
         matches!(&err, ApplyError::Io { action: "create directory", rollback_failures, .. } if rollback_failures.is_empty()),
@@ -342,7 +343,7 @@ fn file_edited_after_planning_is_not_overwritten() {
     )
     .unwrap();
     fs::write(dir.path().join("f"), "edited meanwhile\n").unwrap();
-    let err = apply_planned(&changes).unwrap_err();
+    let err = apply_planned(&changes, &WriteTargets::resolved_now(&changes).unwrap()).unwrap_err();
     assert!(
         matches!(err, ApplyError::ChangedSincePlanned { .. }),
         "{err}"
@@ -381,4 +382,24 @@ fn many_chunks_on_a_large_file_apply_quickly() {
     );
     // Generous for a debug build on a loaded machine; quadratic behaviour takes minutes.
     assert!(elapsed.as_secs() < 20, "took {elapsed:?}");
+}
+
+#[test]
+fn planning_refuses_a_fifo_instead_of_waiting_for_a_writer() {
+    let dir = dir_with(&[]);
+    nix::unistd::mkfifo(
+        &dir.path().join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let cwd = dir.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let text = patch("*** Update File: pipe\n-x\n+y\n");
+        let _ = tx.send(apply_error(&text, &cwd));
+    });
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("planning returned instead of blocking on the FIFO");
+    assert!(err.contains("not a regular file"), "{err}");
 }

@@ -10,7 +10,8 @@
 use std::path::{Component, Path};
 
 use deputy_apply_patch::{
-    Hunk, Patch, apply_planned, extract_patch_from_argv, parse_patch, plan_patch,
+    Hunk, Patch, PlannedChange, WriteTarget, WriteTargets, apply_planned, extract_patch_from_argv,
+    parse_patch, plan_patch,
 };
 use proptest::prelude::*;
 
@@ -129,8 +130,24 @@ fn exercise(text: &str) {
     }
     let dir = seeded_dir();
     if let Ok(changes) = plan_patch(&patch, dir.path()) {
-        let _ = apply_planned(&changes);
+        let _ = apply_planned(&changes, &beneath_the_dir(&changes, dir.path()));
     }
+}
+
+/// Every path the plan touches, targeted beneath `dir` as a confining caller would.
+fn beneath_the_dir(changes: &[PlannedChange], dir: &Path) -> WriteTargets {
+    let root = dir.canonicalize().expect("canonical tempdir");
+    let mut targets = WriteTargets::default();
+    for path in changes.iter().flat_map(PlannedChange::paths) {
+        let relative = path
+            .strip_prefix(dir)
+            .expect("confined patch")
+            .to_path_buf();
+        if let Ok(target) = WriteTarget::new(root.clone(), relative) {
+            targets.insert(path.to_path_buf(), target);
+        }
+    }
+    targets
 }
 
 /// A directory holding the files `VALID` expects.

@@ -5,6 +5,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use deputy_apply_patch::WriteTarget;
 use deputy_protocol::{AskForApproval, SandboxMode};
 
 /// What to do with a command the model wants to run.
@@ -152,50 +153,32 @@ impl WritableRoots {
     /// Symlinks in the existing part of the path are resolved first, so a link
     /// planted inside a root cannot point a write outside it.
     pub fn allows(&self, path: &Path) -> bool {
-        let Some(resolved) = resolve_for_write(path) else {
-            return false;
-        };
+        self.target(path).is_some()
+    }
+
+    /// Where to write `path` if [`WritableRoots::allows`] it: beneath the root that allows
+    /// it, at the path as resolved now. Writing there never follows a symlink, so one swapped
+    /// onto the path after this check fails the write instead of leading outside the root.
+    pub fn target(&self, path: &Path) -> Option<WriteTarget> {
+        let resolved = WriteTarget::resolve_now(path).ok()?.full_path();
         if self.protected.iter().any(|p| resolved.starts_with(p)) {
-            return false;
+            return None;
         }
-        self.roots.iter().any(|root| {
-            resolved.strip_prefix(root).is_ok_and(|rest| {
-                !rest
-                    .components()
-                    .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
-            })
+        self.roots.iter().find_map(|root| {
+            let rest = resolved.strip_prefix(root).ok()?;
+            if rest
+                .components()
+                .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
+            {
+                return None;
+            }
+            WriteTarget::new(root.clone(), rest.to_path_buf()).ok()
         })
     }
 }
 
 fn canonical_or_self(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// Canonicalizes the longest existing ancestor and appends the rest, refusing `..` in the rest.
-fn resolve_for_write(path: &Path) -> Option<PathBuf> {
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        // symlink_metadata: a dangling symlink exists as a link and must be resolved, not skipped.
-        if existing.symlink_metadata().is_ok() {
-            break;
-        }
-        rest.push(existing.file_name()?);
-        existing = existing.parent()?;
-    }
-    // A dangling symlink fails to canonicalize, so it is refused here too.
-    let mut resolved = existing.canonicalize().ok()?;
-    for part in rest.into_iter().rev() {
-        if part == ".." || part == "." {
-            return None;
-        }
-        resolved.push(part);
-    }
-    Some(resolved)
 }
 
 #[cfg(test)]

@@ -47,7 +47,8 @@ fn in_process(generated: &GeneratedPatch) -> anyhow::Result<Vec<Sample>> {
     let planned_at = Instant::now();
     let changes = deputy_apply_patch::plan_patch(&parsed, dir.path())?;
     let applied_at = Instant::now();
-    deputy_apply_patch::apply_planned(&changes)?;
+    let targets = deputy_apply_patch::WriteTargets::resolved_now(&changes)?;
+    deputy_apply_patch::apply_planned(&changes, &targets)?;
     let done = Instant::now();
     let after = fs::read_to_string(dir.path().join(FILE))?;
     if after != generated.expected {

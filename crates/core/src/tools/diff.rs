@@ -105,12 +105,13 @@ impl TurnDiffTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deputy_apply_patch::{apply_planned, parse_patch, plan_patch};
+    use deputy_apply_patch::{WriteTargets, apply_planned, parse_patch, plan_patch};
 
     fn apply(tracker: &mut TurnDiffTracker, cwd: &Path, patch: &str) {
         let planned = plan_patch(&parse_patch(patch).unwrap(), cwd).unwrap();
         tracker.remember_baseline(&planned);
-        apply_planned(&planned).unwrap();
+        let targets = WriteTargets::resolved_now(&planned).unwrap();
+        apply_planned(&planned, &targets).unwrap();
     }
 
     #[test]

@@ -1,17 +1,19 @@
 //! The `apply_patch` tool: plan, decide (apply, ask, refuse), apply all-or-nothing, report.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use deputy_apply_patch::{PlannedChange, apply_planned, parse_patch, plan_patch};
+use deputy_apply_patch::{
+    PlannedChange, WriteTarget, WriteTargets, apply_planned, parse_patch, plan_patch,
+};
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalResolvedEvent, FileChange, FileChangeItem,
     PatchApplyStatus, PatchApprovalRequest, ReviewDecision, ThreadEventMsg, ThreadItem,
     TurnDiffEvent, WarningEvent,
 };
 
-use crate::safety::{PatchAssessment, assess_patch};
+use crate::safety::{PatchAssessment, WritableRoots, assess_patch};
 use crate::sandboxing;
 use crate::thread::lock;
 use crate::turn::{TurnContext, TurnStop, new_item_id};
@@ -58,8 +60,13 @@ pub(super) async fn apply(
     ctx.item_started(ThreadItem::FileChange(item.clone()));
     let config = &ctx.config;
     let roots = sandboxing::writable_roots(config);
-    let writable = config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess
-        || touched.iter().all(|p| roots.allows(p));
+    let (targets, inside_roots) = match write_targets(&roots, &touched) {
+        Ok(found) => found,
+        Err(message) => return Ok(format!("apply_patch verification failed: {message}")),
+    };
+    let writable =
+        config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess || inside_roots;
+    let written = written_files(&targets, &touched);
     let approvals = &ctx.session.approvals;
     let declined = |mut item: FileChangeItem, told: &str| {
         item.status = PatchApplyStatus::Declined;
@@ -70,7 +77,7 @@ pub(super) async fn apply(
         config.approval_policy,
         config.sandbox_mode,
         writable,
-        approvals.files_approved_for_session(touched.iter()),
+        approvals.files_approved_for_session(written.iter()),
     ) {
         PatchAssessment::Reject(reason) => {
             declined(item, &reason);
@@ -100,7 +107,7 @@ pub(super) async fn apply(
             match answer.decision {
                 ReviewDecision::Approved => {}
                 ReviewDecision::ApprovedForSession => {
-                    approvals.approve_files_for_session(touched.iter().cloned());
+                    approvals.approve_files_for_session(written);
                 }
                 ReviewDecision::Abort => return Err(TurnStop::Aborted),
                 ReviewDecision::Denied | ReviewDecision::TimedOut => {
@@ -126,7 +133,7 @@ pub(super) async fn apply(
     lock(&ctx.diff).remember_baseline(&planned);
     let to_apply = planned.clone();
     let result = tokio::task::spawn_blocking(move || {
-        apply_planned(&to_apply)
+        apply_planned(&to_apply, &targets)
             .map(|summary| summary.to_string())
             .map_err(|e| e.to_string())
     })
@@ -151,18 +158,39 @@ pub(super) async fn apply(
 }
 
 fn touched_paths(planned: &[PlannedChange]) -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    for change in planned {
-        paths.push(change.path().to_path_buf());
-        if let PlannedChange::Update {
-            move_path: Some(dest),
-            ..
-        } = change
-        {
-            paths.push(dest.clone());
-        }
+    planned
+        .iter()
+        .flat_map(PlannedChange::paths)
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// Where each touched path is written, fixed now, at check time, and whether all of them
+/// lie inside the writable roots.
+///
+/// A path inside the roots is written beneath the root that allows it. Any other path
+/// (written only if the user approves it, or under danger-full-access) is written beneath
+/// its deepest existing directory as it resolves now. Either way nothing on the path can be
+/// swapped for a symlink between this check and the write without the write failing.
+fn write_targets(
+    roots: &WritableRoots,
+    touched: &[PathBuf],
+) -> Result<(WriteTargets, bool), String> {
+    let mut targets = WriteTargets::default();
+    let mut inside_roots = true;
+    for path in touched {
+        let target = match roots.target(path) {
+            Some(target) => target,
+            None => {
+                inside_roots = false;
+                WriteTarget::resolve_now(path).map_err(|e| {
+                    format!("{}: cannot resolve where to write it: {e}", path.display())
+                })?
+            }
+        };
+        targets.insert(path.clone(), target);
     }
-    paths
+    Ok((targets, inside_roots))
 }
 
 /// The wire form of a plan: path → change (the last change wins for a path changed twice).
@@ -189,4 +217,147 @@ pub(crate) fn file_changes(planned: &[PlannedChange]) -> BTreeMap<PathBuf, FileC
             (change.path().to_path_buf(), wire)
         })
         .collect()
+}
+
+/// The files the patch writes, as resolved at check time. Session approvals are keyed by
+/// these, so approving `a/x` does not also cover wherever `a/x` leads once `a` is swapped
+/// for a symlink.
+fn written_files(targets: &WriteTargets, touched: &[PathBuf]) -> Vec<PathBuf> {
+    touched
+        .iter()
+        .map(|path| {
+            targets
+                .get(path)
+                .map_or_else(|| path.clone(), WriteTarget::full_path)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use std::time::Duration;
+
+    use deputy_apply_patch::ApplyError;
+
+    use super::*;
+    use crate::approval::ApprovalGate;
+
+    struct Scene {
+        root: PathBuf,
+        outside: PathBuf,
+        _dirs: (tempfile::TempDir, tempfile::TempDir),
+    }
+
+    fn scene() -> Scene {
+        let (root_dir, outside_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let root = root_dir.path().canonicalize().unwrap();
+        let outside = outside_dir.path().canonicalize().unwrap();
+        fs::create_dir(root.join("sub")).unwrap();
+        fs::write(root.join("sub/a.txt"), "a\n").unwrap();
+        Scene {
+            root,
+            outside,
+            _dirs: (root_dir, outside_dir),
+        }
+    }
+
+    #[test]
+    fn paths_inside_a_root_are_written_beneath_that_root() {
+        let scene = scene();
+        let roots = WritableRoots::new(vec![scene.root.clone()], Vec::new());
+        let paths = [scene.root.join("sub/a.txt"), scene.root.join("new/b.txt")];
+
+        let (targets, inside_roots) = write_targets(&roots, &paths).unwrap();
+
+        assert!(inside_roots);
+        for (path, relative) in paths.iter().zip(["sub/a.txt", "new/b.txt"]) {
+            let target = targets.get(path).unwrap();
+            assert_eq!(target.root(), scene.root, "{}", path.display());
+            assert_eq!(target.relative(), Path::new(relative));
+        }
+    }
+
+    #[test]
+    fn paths_outside_the_roots_are_written_beneath_their_directory_as_resolved_at_check_time() {
+        let scene = scene();
+        symlink(&scene.outside, scene.root.join("link")).unwrap();
+        let roots = WritableRoots::new(vec![scene.root.join("sub")], Vec::new());
+        let paths = [scene.root.join("link/x.txt"), scene.outside.join("y/z.txt")];
+
+        let (targets, inside_roots) = write_targets(&roots, &paths).unwrap();
+
+        assert!(!inside_roots);
+        let x = targets.get(&paths[0]).unwrap();
+        assert_eq!(
+            (x.root(), x.relative()),
+            (scene.outside.as_path(), Path::new("x.txt"))
+        );
+        let z = targets.get(&paths[1]).unwrap();
+        assert_eq!(
+            (z.root(), z.relative()),
+            (scene.outside.as_path(), Path::new("y/z.txt"))
+        );
+    }
+
+    #[test]
+    fn a_path_through_a_dangling_symlink_is_refused_before_asking() {
+        let scene = scene();
+        symlink(scene.root.join("absent"), scene.root.join("dangling")).unwrap();
+        let roots = WritableRoots::new(vec![scene.root.clone()], Vec::new());
+
+        let message = write_targets(&roots, &[scene.root.join("dangling/x.txt")]).unwrap_err();
+
+        assert!(
+            message.contains("cannot resolve where to write it"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_session_approval_does_not_cover_a_path_whose_directory_was_swapped_since() {
+        let scene = scene();
+        fs::write(scene.outside.join("a.txt"), "a\n").unwrap();
+        let no_roots = WritableRoots::default();
+        let touched = [scene.root.join("sub/a.txt")];
+        let written = |roots: &WritableRoots| {
+            let (targets, _) = write_targets(roots, &touched).unwrap();
+            written_files(&targets, &touched)
+        };
+        let gate = ApprovalGate::new(Duration::from_secs(1));
+        gate.approve_files_for_session(written(&no_roots));
+        assert!(gate.files_approved_for_session(written(&no_roots).iter()));
+
+        fs::rename(scene.root.join("sub"), scene.root.join("moved")).unwrap();
+        symlink(&scene.outside, scene.root.join("sub")).unwrap();
+
+        assert!(!gate.files_approved_for_session(written(&no_roots).iter()));
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_after_the_check_fails_the_write() {
+        let scene = scene();
+        fs::write(scene.outside.join("a.txt"), "a\n").unwrap();
+        let roots = WritableRoots::new(vec![scene.root.clone()], Vec::new());
+        let text = "*** Begin Patch\n*** Update File: sub/a.txt\n-a\n+A\n*** End Patch";
+        let planned = plan_patch(&parse_patch(text).unwrap(), &scene.root).unwrap();
+        let (targets, inside_roots) = write_targets(&roots, &touched_paths(&planned)).unwrap();
+        assert!(inside_roots);
+        fs::rename(scene.root.join("sub"), scene.root.join("moved")).unwrap();
+        symlink(&scene.outside, scene.root.join("sub")).unwrap();
+
+        let err = apply_planned(&planned, &targets).unwrap_err();
+
+        assert!(matches!(err, ApplyError::Redirected { .. }), "{err}");
+        assert_eq!(
+            fs::read_to_string(scene.outside.join("a.txt")).unwrap(),
+            "a\n"
+        );
+        assert_eq!(
+            fs::read_to_string(scene.root.join("moved/a.txt")).unwrap(),
+            "a\n"
+        );
+    }
 }
