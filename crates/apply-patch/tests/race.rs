@@ -1,6 +1,12 @@
 //! Patches applied while another process swaps a directory for a symlink never write
 //! outside their root: each one applies inside or fails, changing nothing.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;

@@ -1,6 +1,12 @@
 //! Applying writes each path at the target the caller chose, beneath its root, and nowhere
 //! a symlink planted afterwards would lead.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};

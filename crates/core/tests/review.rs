@@ -126,7 +126,10 @@ async fn a_review_of_uncommitted_changes_sees_exactly_them_and_leaves_a_short_re
     // Project instructions, committed (so not part of the change) and global.
     std::fs::write(home.workspace().join("AGENTS.md"), "Always say hi.\n").unwrap();
     git(home.workspace(), &["add", "AGENTS.md"]);
-    git(home.workspace(), &["commit", "-q", "-m", "instructions", "--", "AGENTS.md"]);
+    git(
+        home.workspace(),
+        &["commit", "-q", "-m", "instructions", "--", "AGENTS.md"],
+    );
     std::fs::write(home.path().join("AGENTS.md"), "Globally, say hi.\n").unwrap();
     home.write_config(&format!(
         "developer_instructions = \"be terse\"\n{}",

@@ -238,8 +238,6 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::symlink;
 
-    use std::time::Duration;
-
     use deputy_apply_patch::ApplyError;
 
     use super::*;
@@ -326,7 +324,7 @@ mod tests {
             let (targets, _) = write_targets(roots, &touched).unwrap();
             written_files(&targets, &touched)
         };
-        let gate = ApprovalGate::new(Duration::from_secs(1));
+        let gate = ApprovalGate::new();
         gate.approve_files_for_session(written(&no_roots));
         assert!(gate.files_approved_for_session(written(&no_roots).iter()));
 
