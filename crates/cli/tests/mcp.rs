@@ -21,5 +21,7 @@ mod errors;
 mod handshake;
 #[path = "mcp/tools_list.rs"]
 mod tools_list;
+#[path = "mcp/transport.rs"]
+mod transport;
 #[path = "mcp/turns.rs"]
 mod turns;

@@ -6,10 +6,15 @@
 //! `tools/call` into engine ops and engine events into `codex/event`
 //! notifications, elicitations and progress.
 
+mod inbound;
+mod line_reader;
+mod output;
+mod oversize;
 mod progress;
 mod server;
 mod stdio;
 mod tool_params;
+mod transport;
 mod turn_runner;
 mod wire;
 
@@ -38,12 +43,12 @@ pub async fn run_stdio_server(
     layers.load().context("loading configuration")?;
     let manager = Arc::new(ThreadManager::new(sandbox_launcher, SessionSource::Mcp));
     let relay = stdio::start(tokio::io::stdin(), tokio::io::stdout());
-    let server = DeputyServer::new(manager.clone(), layers, relay.input_closed.clone());
+    let input_closed = relay.input_closed.clone();
+    let server = DeputyServer::new(manager.clone(), layers, input_closed.clone());
     let running = server
-        .serve((relay.server_reader, relay.server_writer))
+        .serve(relay.transport)
         .await
         .context("MCP handshake failed")?;
-    let input_closed = relay.input_closed.clone();
     let service = tokio::spawn(async move { running.waiting().await });
     input_closed.cancelled().await;
     manager.shutdown_all().await;
