@@ -11,6 +11,7 @@ mod line_reader;
 mod output;
 mod oversize;
 mod progress;
+mod request_ids;
 mod server;
 mod stdio;
 mod tool_params;

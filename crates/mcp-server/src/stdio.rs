@@ -2,7 +2,8 @@
 //!
 //! Everything the client writes passes through here before rmcp sees it: lines
 //! are read within a size limit, sorted (a line rmcp cannot take is answered or
-//! dropped here, see `inbound`). Every
+//! dropped here, see `inbound`), and renumbered where they answer the server's
+//! own requests (`request_ids`). Every
 //! queue is bounded, and no line is read while the output is backed up, so a
 //! client that floods requests without reading answers cannot grow the server.
 
@@ -15,6 +16,7 @@ use crate::inbound::{Inbound, classify};
 use crate::line_reader::{Line, LineReader, MAX_LINE_BYTES};
 use crate::output::{self, OutputQueue};
 use crate::oversize::answer_oversize;
+use crate::request_ids;
 use crate::transport::StdioTransport;
 
 /// How many messages may wait for rmcp to take them.
@@ -85,6 +87,9 @@ async fn relay_input(
             }
             Inbound::Ignore => continue,
         };
+        let Some(message) = request_ids::incoming(message) else {
+            continue;
+        };
         if to_server.send(message).await.is_err() {
             break;
         }
@@ -142,5 +147,30 @@ mod tests {
         let answers = written(client_out).await;
         let codes: Vec<&Value> = answers.iter().map(|a| &a["error"]["code"]).collect();
         assert_eq!(codes, [&json!(-32700), &json!(-32700)], "{answers:?}");
+    }
+
+    /// What the relay forwards to rmcp and writes back, for `feed` ending in EOF.
+    async fn relay_all(feed: String) -> (Vec<Value>, Vec<Value>) {
+        let (mut client, input) = tokio::io::duplex(1024);
+        let (output, client_out) = tokio::io::duplex(64 * 1024);
+        let mut relay = start(input, output);
+        client.write_all(feed.as_bytes()).await.unwrap();
+        drop(client);
+        let mut forwarded = Vec::new();
+        while let Some(message) = relay.transport.receive().await {
+            forwarded.push(serde_json::to_value(message).unwrap());
+        }
+        drop(relay.transport);
+        relay.output_done.await.unwrap();
+        (forwarded, written(client_out).await)
+    }
+
+    #[tokio::test]
+    async fn replies_to_the_servers_requests_reach_rmcp_renumbered() {
+        let mut feed = initialize(1);
+        feed.push_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+        let (forwarded, _) = relay_all(feed).await;
+        assert_eq!(forwarded.len(), 2, "{forwarded:?}");
+        assert_eq!(forwarded[1]["id"], 0, "the reply to wire id 1 is rmcp's 0");
     }
 }

@@ -14,6 +14,7 @@ use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 
 use crate::output::OutputQueue;
+use crate::request_ids;
 
 /// The transport rmcp serves on.
 pub(crate) struct StdioTransport {
@@ -41,7 +42,7 @@ impl Transport<RoleServer> for StdioTransport {
                 .reserve()
                 .await
                 .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))?;
-            let mut line = serde_json::to_vec(&message)?;
+            let mut line = serde_json::to_vec(&request_ids::outgoing(message))?;
             line.push(b'\n');
             place.send(line);
             Ok(())
