@@ -2,17 +2,18 @@
 //!
 //! Everything the client writes passes through here before rmcp sees it: lines
 //! are read within a size limit, sorted (a line rmcp cannot take is answered or
-//! dropped here, see `inbound`), and renumbered where they answer the server's
-//! own requests (`request_ids`). Every
+//! dropped here, see `inbound`), held to the MCP lifecycle (`handshake`), and
+//! renumbered where they answer the server's own requests (`request_ids`). Every
 //! queue is bounded, and no line is read while the output is backed up, so a
 //! client that floods requests without reading answers cannot grow the server.
 
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ErrorData};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::inbound::{Inbound, classify};
+use crate::handshake::{Admission, Handshake};
+use crate::inbound::{Inbound, classify, error_line};
 use crate::line_reader::{Line, LineReader, MAX_LINE_BYTES};
 use crate::output::{self, OutputQueue};
 use crate::oversize::answer_oversize;
@@ -61,6 +62,7 @@ async fn relay_input(
     output: OutputQueue,
     closed: CancellationToken,
 ) {
+    let mut handshake = Handshake::default();
     // Waiting for room before each line is the backpressure: while the output is
     // backed up, stdin is left unread and the client's writes block.
     while output.wait_for_room().await.is_ok() {
@@ -87,6 +89,18 @@ async fn relay_input(
             }
             Inbound::Ignore => continue,
         };
+        match handshake.admit(&message) {
+            Admission::Pass => {}
+            Admission::Refuse(id, why) => {
+                let id = serde_json::value::to_raw_value(&id).ok();
+                let error = ErrorData::invalid_request(why, None);
+                if output.send(error_line(id.as_deref(), error)).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            Admission::Drop => continue,
+        }
         let Some(message) = request_ids::incoming(message) else {
             continue;
         };
@@ -172,5 +186,23 @@ mod tests {
         let (forwarded, _) = relay_all(feed).await;
         assert_eq!(forwarded.len(), 2, "{forwarded:?}");
         assert_eq!(forwarded[1]["id"], 0, "the reply to wire id 1 is rmcp's 0");
+    }
+
+    #[tokio::test]
+    async fn requests_out_of_lifecycle_order_are_refused_under_their_id() {
+        let mut feed =
+            String::from("{\"jsonrpc\":\"2.0\",\"id\":\"early\",\"method\":\"tools/list\"}\n");
+        feed.push_str(&initialize(1));
+        feed.push_str(&initialize(2));
+        let (forwarded, answers) = relay_all(feed).await;
+        assert_eq!(forwarded.len(), 1, "{forwarded:?}");
+        assert_eq!(forwarded[0]["method"], "initialize");
+        assert_eq!(answers[0]["id"], "early");
+        assert_eq!(answers[0]["error"]["code"], -32600);
+        assert_eq!(answers[1]["id"], 2);
+        assert_eq!(
+            answers[1]["error"]["message"],
+            "initialize called more than once"
+        );
     }
 }
