@@ -55,6 +55,16 @@ pub(crate) fn start(
     }
 }
 
+/// Where one line from the client goes.
+enum Route {
+    /// To rmcp.
+    Server(Box<ClientJsonRpcMessage>),
+    /// Back to the client: the relay's own answer.
+    Client(Vec<u8>),
+    /// Nowhere (logged where it was decided).
+    Nowhere,
+}
+
 /// Reads the client's lines until EOF, forwarding what rmcp should see.
 async fn relay_input(
     mut lines: LineReader<impl AsyncRead + Unpin>,
@@ -74,37 +84,12 @@ async fn relay_input(
                 break;
             }
         };
-        let inbound = match line {
-            Line::Whole(bytes) if bytes.trim_ascii().is_empty() => continue,
-            Line::Whole(bytes) => classify(&bytes),
-            Line::Oversize(oversize) => answer_oversize(&oversize, MAX_LINE_BYTES),
+        let delivered = match route(line, &mut handshake) {
+            Route::Server(message) => to_server.send(*message).await.is_ok(),
+            Route::Client(answer) => output.send(answer).await.is_ok(),
+            Route::Nowhere => true,
         };
-        let message = match inbound {
-            Inbound::Message(message) => *message,
-            Inbound::Answer(line) => {
-                if output.send(line).await.is_err() {
-                    break;
-                }
-                continue;
-            }
-            Inbound::Ignore => continue,
-        };
-        match handshake.admit(&message) {
-            Admission::Pass => {}
-            Admission::Refuse(id, why) => {
-                let id = serde_json::value::to_raw_value(&id).ok();
-                let error = ErrorData::invalid_request(why, None);
-                if output.send(error_line(id.as_deref(), error)).await.is_err() {
-                    break;
-                }
-                continue;
-            }
-            Admission::Drop => continue,
-        }
-        let Some(message) = request_ids::incoming(message) else {
-            continue;
-        };
-        if to_server.send(message).await.is_err() {
+        if !delivered {
             break;
         }
     }
@@ -112,6 +97,33 @@ async fn relay_input(
     // end from rmcp also finds the token cancelled.
     closed.cancel();
     drop(to_server);
+}
+
+/// Decides where `line` goes: sorted, held to the lifecycle, renumbered.
+fn route(line: Line, handshake: &mut Handshake) -> Route {
+    let inbound = match line {
+        Line::Whole(bytes) if bytes.trim_ascii().is_empty() => return Route::Nowhere,
+        Line::Whole(bytes) => classify(&bytes),
+        Line::Oversize(oversize) => answer_oversize(&oversize, MAX_LINE_BYTES),
+    };
+    let message = match inbound {
+        Inbound::Message(message) => *message,
+        Inbound::Answer(answer) => return Route::Client(answer),
+        Inbound::Ignore => return Route::Nowhere,
+    };
+    match handshake.admit(&message) {
+        Admission::Pass => {}
+        Admission::Refuse(id, why) => {
+            let id = serde_json::value::to_raw_value(&id).ok();
+            let error = ErrorData::invalid_request(why, None);
+            return Route::Client(error_line(id.as_deref(), error));
+        }
+        Admission::Drop => return Route::Nowhere,
+    }
+    match request_ids::incoming(message) {
+        Some(message) => Route::Server(Box::new(message)),
+        None => Route::Nowhere,
+    }
 }
 
 #[cfg(test)]
