@@ -19,7 +19,11 @@ mod concurrency;
 mod errors;
 #[path = "mcp/handshake.rs"]
 mod handshake;
+#[path = "mcp/server_requests.rs"]
+mod server_requests;
 #[path = "mcp/tools_list.rs"]
 mod tools_list;
+#[path = "mcp/transport.rs"]
+mod transport;
 #[path = "mcp/turns.rs"]
 mod turns;

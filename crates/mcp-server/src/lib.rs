@@ -6,10 +6,17 @@
 //! `tools/call` into engine ops and engine events into `codex/event`
 //! notifications, elicitations and progress.
 
+mod handshake;
+mod inbound;
+mod line_reader;
+mod output;
+mod oversize;
 mod progress;
+mod request_ids;
 mod server;
 mod stdio;
 mod tool_params;
+mod transport;
 mod turn_runner;
 mod wire;
 
@@ -38,12 +45,19 @@ pub async fn run_stdio_server(
     layers.load().context("loading configuration")?;
     let manager = Arc::new(ThreadManager::new(sandbox_launcher, SessionSource::Mcp));
     let relay = stdio::start(tokio::io::stdin(), tokio::io::stdout());
-    let server = DeputyServer::new(manager.clone(), layers, relay.input_closed.clone());
-    let running = server
-        .serve((relay.server_reader, relay.server_writer))
-        .await
-        .context("MCP handshake failed")?;
     let input_closed = relay.input_closed.clone();
+    let server = DeputyServer::new(manager.clone(), layers, input_closed.clone());
+    // The relay lets only `ping` and `initialize` through before the session
+    // exists, so the handshake fails only when the client leaves first.
+    let running = match server.serve(relay.transport).await {
+        Ok(running) => running,
+        Err(err) if input_closed.is_cancelled() => {
+            tracing::debug!("the client left before initializing: {err}");
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, relay.output_done).await;
+            return Ok(0);
+        }
+        Err(err) => return Err(err).context("MCP handshake failed"),
+    };
     let service = tokio::spawn(async move { running.waiting().await });
     input_closed.cancelled().await;
     manager.shutdown_all().await;

@@ -9,10 +9,11 @@
 //! - [`StdioClient`] drives a child process (usually `deputy mcp-server`) over
 //!   newline-delimited JSON-RPC on its stdin and stdout, keeps every message it prints,
 //!   and explains failed waits with the recent messages and the child's stderr.
-//!   [`McpSession`] performs the MCP handshake.
+//!   [`McpSession`] performs the MCP handshake; [`BackgroundWrite`] feeds a child that
+//!   may stop reading without blocking the test, and [`ProcessMemory`] reads its memory.
 //! - [`TestHome`] is a temporary `DEPUTY_HOME` configured to use the mock server, and
-//!   [`python_with_mcp`] provides a Python with the official MCP SDK for
-//!   interoperability tests.
+//!   [`python_with_mcp`] provides a Python with the official MCP SDK and
+//!   [`NodeMcpSdk`] a Node installation of its TypeScript SDK, for interoperability tests.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -38,12 +39,19 @@
     reason = "test doubles: a failed setup is a failed test"
 )]
 
+mod bounded_run;
 mod mock_server;
+mod node_env;
+mod process_memory;
 mod python_env;
 mod stdio_client;
 mod test_home;
+mod tool_setup;
 
+pub use bounded_run::run_with_deadline;
 pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
+pub use node_env::{MCP_TS_SDK_VERSION, NodeMcpSdk};
+pub use process_memory::ProcessMemory;
 pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
-pub use stdio_client::{McpSession, StdioClient};
+pub use stdio_client::{BackgroundWrite, McpSession, StdioClient};
 pub use test_home::TestHome;

@@ -1,10 +1,10 @@
 //! A Python virtual environment with the official MCP SDK, for interoperability tests.
 
-use std::fs::{self, File, OpenOptions};
-use std::io;
-use std::os::fd::AsRawFd;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use crate::tool_setup::{lock_exclusive, run, workspace_root};
 
 /// The MCP SDK release the interoperability tests are written against.
 pub const MCP_SDK_REQUIREMENT: &str = "mcp==2.3.0";
@@ -49,16 +49,6 @@ pub fn python_with_mcp() -> Result<PathBuf, String> {
     }
 }
 
-/// The nearest ancestor of this crate holding `Cargo.lock`: the workspace root.
-fn workspace_root() -> Result<PathBuf, String> {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir
-        .ancestors()
-        .find(|dir| dir.join("Cargo.lock").is_file())
-        .map(Path::to_path_buf)
-        .ok_or_else(|| format!("no Cargo.lock above {}", manifest_dir.display()))
-}
-
 /// Whether `python` exists and can `import mcp`.
 fn imports_mcp(python: &Path) -> bool {
     python.exists()
@@ -69,40 +59,4 @@ fn imports_mcp(python: &Path) -> bool {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|status| status.success())
-}
-
-/// Runs `cmd` to completion, turning a failure into text with its output.
-fn run(mut cmd: Command, what: &str) -> Result<(), String> {
-    let output = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|err| format!("{what} could not start: {err}"))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    Err(format!(
-        "{what} failed ({}):\n{}{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    ))
-}
-
-/// Opens `path` and holds an exclusive `flock` on it until the returned file is dropped.
-fn lock_exclusive(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
-    loop {
-        // SAFETY: the descriptor belongs to `file`, which stays open while it is used here.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(file);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
 }

@@ -246,3 +246,37 @@ fn mcp_initialize_error_reply_is_reported() {
 
     assert!(err.contains("bad version"), "{err}");
 }
+
+#[test]
+fn a_paused_client_backs_the_child_up_and_gets_every_line_once_it_reads_again() {
+    // `cat` echoes each line: with nothing reading its stdout it stops reading stdin.
+    let client = bash("exec cat");
+    client.pause_reading();
+    const LINES: usize = 20_000;
+    let chunks = (0..LINES / 100).map(|chunk| {
+        (0..100)
+            .map(|n| {
+                format!(
+                    "{{\"n\":{},\"pad\":\"{}\"}}\n",
+                    chunk * 100 + n,
+                    "x".repeat(40)
+                )
+            })
+            .collect::<String>()
+            .into_bytes()
+    });
+    let write = client.write_in_background(chunks).expect("start writing");
+    let finished = write.wait_until_finished_or_stalled(Duration::from_millis(300), WAIT);
+    assert!(!finished, "1 MiB went through pipes nobody read: {write:?}");
+
+    client.resume_reading();
+    write
+        .wait(WAIT)
+        .expect("the write finishes once the client reads");
+    client
+        .wait_for(|m| m["n"] == LINES - 1, WAIT)
+        .expect("the last line");
+    let lines = client.lines();
+    assert_eq!(lines.len(), LINES);
+    assert!(lines[7].starts_with("{\"n\":7,"), "{}", lines[7]);
+}

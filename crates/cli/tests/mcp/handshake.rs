@@ -1,11 +1,13 @@
-//! The MCP handshake and every request that is not a tool call: each gets an answer.
+//! The MCP handshake — in order or not — and every request that is not a tool call:
+//! each gets an answer.
 
 use std::time::Duration;
 
+use deputy_test_support::{McpSession, MockResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::harness::{Mcp, WAIT};
+use crate::harness::{EXIT_WAIT, Mcp, WAIT};
 
 /// How long a request that needs no work may take to be answered.
 const PROMPT_ANSWER: Duration = Duration::from_secs(2);
@@ -124,4 +126,72 @@ fn an_unreadable_request_is_answered_under_its_own_id() {
     assert_eq!(code(no_params), -32602);
     let ping = mcp.client.request("ping", Value::Null);
     assert_eq!(mcp.result(ping), json!({}));
+}
+
+#[test]
+fn a_request_before_initialize_is_refused_and_the_session_then_starts_normally() {
+    let mcp = Mcp::spawn();
+    // A notification this early used to end the process ("MCP handshake failed").
+    mcp.client.notify("notifications/initialized", Value::Null);
+    let early = mcp.client.request("tools/list", json!({}));
+    let refused = mcp
+        .client
+        .wait_response(early, PROMPT_ANSWER)
+        .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("initialize"), "{message}");
+
+    McpSession::initialize(&mcp.client, json!({}));
+    mcp.model
+        .push(MockResponse::text_turn("after a rocky start"));
+    let call = mcp.call("codex", json!({"prompt": "hi"}));
+    assert_eq!(
+        mcp.result(call)["content"][0]["text"],
+        "after a rocky start"
+    );
+}
+
+/// MCP allows `ping` at any time, so it is answered before `initialize` too.
+#[test]
+fn ping_before_initialize_is_answered() {
+    let mcp = Mcp::spawn();
+    let ping = mcp.client.request("ping", Value::Null);
+    assert_eq!(mcp.result(ping), json!({}));
+    let result = initialize(&mcp, "2025-06-18");
+    assert_eq!(result["serverInfo"]["name"], "deputy");
+}
+
+#[test]
+fn a_second_initialize_is_refused_and_the_session_goes_on() {
+    let mcp = Mcp::start();
+    let again = mcp.client.request(
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "handshake-test", "version": "2.0"},
+        }),
+    );
+    let refused = mcp
+        .client
+        .wait_response(again, PROMPT_ANSWER)
+        .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32600, "message": "initialize called more than once"})
+    );
+    let tools = mcp.result(mcp.client.request("tools/list", json!({})));
+    assert_eq!(tools["tools"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn a_client_that_leaves_before_initializing_ends_the_server_quietly() {
+    let mcp = Mcp::spawn();
+    mcp.client.close_stdin();
+    let status = mcp
+        .client
+        .wait_exit(EXIT_WAIT)
+        .unwrap_or_else(|| panic!("the server did not exit"));
+    assert!(status.success(), "{status}: {}", mcp.client.stderr_text());
 }

@@ -3,9 +3,12 @@
 //! Every stdout line is kept, in order, in one log; waits search that log first, so a
 //! message that arrived before the test asked for it is never lost.
 
+mod background_write;
 mod mcp_session;
 
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -15,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub use background_write::BackgroundWrite;
 pub use mcp_session::McpSession;
 
 /// How many recent messages a failed wait prints.
@@ -33,6 +37,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Default)]
 struct Inbox {
     log: Vec<Value>,
+    /// Each line as the child wrote it, without its newline: numbers a `Value` cannot
+    /// hold exactly (ids beyond 64 bits) are only seen as written here.
+    lines: Vec<String>,
     /// Set when stdout reached end of file: nothing more will arrive.
     closed: bool,
 }
@@ -46,6 +53,10 @@ struct Shared {
     stderr: Mutex<Vec<u8>>,
     /// Signalled whenever stderr output arrives.
     stderr_grew: Condvar,
+    /// Whether the stdout reader is told to stop reading.
+    paused: Mutex<bool>,
+    /// Signalled when reading resumes.
+    resumed: Condvar,
 }
 
 /// A child process driven over newline-delimited JSON-RPC on its stdin and stdout.
@@ -232,6 +243,42 @@ impl StdioClient {
         lock(&self.shared.inbox).log.clone()
     }
 
+    /// Every stdout line received so far exactly as written (without its newline).
+    pub fn lines(&self) -> Vec<String> {
+        lock(&self.shared.inbox).lines.clone()
+    }
+
+    /// Stops reading the child's stdout once the lines already buffered here are
+    /// taken (at most 8 KiB), so that the child's writes back up like those to a
+    /// client that does not read.
+    pub fn pause_reading(&self) {
+        *lock(&self.shared.paused) = true;
+    }
+
+    /// Reads the child's stdout again after [`StdioClient::pause_reading`].
+    pub fn resume_reading(&self) {
+        *lock(&self.shared.paused) = false;
+        self.shared.resumed.notify_all();
+    }
+
+    /// Writes `chunks` to the child's stdin on a thread of its own, so that a child
+    /// that stops reading blocks that thread, never the test. The thread ends when
+    /// everything is written or the child is gone (it is killed when the client drops).
+    pub fn write_in_background(
+        &self,
+        chunks: impl Iterator<Item = Vec<u8>> + Send + 'static,
+    ) -> io::Result<BackgroundWrite> {
+        let stdin = lock(&self.stdin);
+        let Some(pipe) = stdin.as_ref() else {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "stdin was closed by the test",
+            ));
+        };
+        let pipe = File::from(pipe.as_fd().try_clone_to_owned()?);
+        BackgroundWrite::start(pipe, chunks, self.pid)
+    }
+
     /// Every notification (a message without id) with `method` received so far.
     pub fn notifications(&self, method: &str) -> Vec<Value> {
         lock(&self.shared.inbox)
@@ -353,6 +400,8 @@ impl Drop for StdioClient {
     fn drop(&mut self) {
         self.close_stdin();
         self.kill();
+        // A paused reader would otherwise wait forever for a resume.
+        self.resume_reading();
     }
 }
 
@@ -370,6 +419,14 @@ fn read_stdout(stdout: impl Read, shared: &Shared) {
     let mut line = Vec::new();
     loop {
         line.clear();
+        let mut paused = lock(&shared.paused);
+        while *paused {
+            paused = shared
+                .resumed
+                .wait(paused)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(paused);
         match reader.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
@@ -378,7 +435,10 @@ fn read_stdout(stdout: impl Read, shared: &Shared) {
         let text = text.strip_suffix('\n').unwrap_or(&text);
         let text = text.strip_suffix('\r').unwrap_or(text);
         let message = serde_json::from_str(text).unwrap_or_else(|_| json!({"__unparsed": text}));
-        lock(&shared.inbox).log.push(message);
+        let mut inbox = lock(&shared.inbox);
+        inbox.log.push(message);
+        inbox.lines.push(text.to_string());
+        drop(inbox);
         shared.arrived.notify_all();
     }
     lock(&shared.inbox).closed = true;
