@@ -1,6 +1,12 @@
 //! `deputy mcp-server` driven by the official MCP TypeScript SDK on Node (`Client` over
 //! `StdioClientTransport`): approvals as a TypeScript client answers and withdraws them.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 use std::path::Path;
 use std::time::Duration;
 
