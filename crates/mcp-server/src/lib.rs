@@ -28,25 +28,38 @@ pub use server::DeputyServer;
 /// How long in-flight calls get to deliver their last messages after the client left.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-/// Serves MCP on stdin/stdout until the client closes stdin, then stops
-/// every turn (killing its commands) and returns the exit code.
+/// Serves MCP on stdin/stdout until the client closes stdin or `stop` resolves (with a
+/// terminating signal's number), then stops every turn (killing its commands) and
+/// returns the exit code: 0, or `128 + signal`.
 pub async fn run_stdio_server(
     layers: ConfigLayers,
     sandbox_launcher: Option<PathBuf>,
+    stop: impl std::future::Future<Output = i32>,
 ) -> anyhow::Result<i32> {
     // Fail early on a broken config.toml, with its file/line message.
     layers.load().context("loading configuration")?;
     let manager = Arc::new(ThreadManager::new(sandbox_launcher, SessionSource::Mcp));
     let relay = stdio::start(tokio::io::stdin(), tokio::io::stdout());
     let server = DeputyServer::new(manager.clone(), layers, relay.input_closed.clone());
-    let running = server
-        .serve((relay.server_reader, relay.server_writer))
-        .await
-        .context("MCP handshake failed")?;
+    let mut stop = std::pin::pin!(stop);
+    let running = tokio::select! {
+        running = server.serve((relay.server_reader, relay.server_writer)) => {
+            running.context("MCP handshake failed")?
+        }
+        signal = &mut stop => return Ok(128 + signal),
+    };
     let input_closed = relay.input_closed.clone();
     let service = tokio::spawn(async move { running.waiting().await });
-    input_closed.cancelled().await;
+    let signal = tokio::select! {
+        () = input_closed.cancelled() => None,
+        signal = &mut stop => Some(signal),
+    };
     manager.shutdown_all().await;
+    if let Some(signal) = signal {
+        // Told to stop: the commands are dead and the sessions closed; the client is
+        // not waited for.
+        return Ok(128 + signal);
+    }
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, service).await;
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, relay.output_done).await;
     Ok(0)
