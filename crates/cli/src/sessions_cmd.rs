@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use deputy_core::rollout::{RolloutItem, find_rollout, list_sessions, read_rollout};
+use deputy_core::rollout::{
+    RolloutItem, find_rollout, list_sessions, read_rollout, resolve_thread_id,
+};
 use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, legacy_events};
 
 /// Lines of a tool's output shown by `sessions show`; the rest is counted.
@@ -33,9 +35,11 @@ pub fn list(home: &Path, cwd: Option<&Path>, limit: usize) -> anyhow::Result<i32
     Ok(0)
 }
 
-/// Prints session `id`'s conversation as text: turns, messages, tool calls and their output.
+/// Prints session `id`'s (or the one session whose id starts with `id`) conversation as
+/// text: turns, messages, tool calls and their output.
 pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
-    let path = find_rollout(home, id)?;
+    let id = resolve_thread_id(home, id)?;
+    let path = find_rollout(home, &id)?;
     let contents = read_rollout(&path)?;
     for warning in &contents.warnings {
         eprintln!("warning: {warning}");

@@ -92,12 +92,8 @@ impl DeputyServer {
                 true,
             );
         };
-        if let Err(err) = uuid_check(&id) {
-            return tool_result(
-                None,
-                format!("Failed to parse thread_id `{id}`: {err}"),
-                true,
-            );
+        if let Err(err) = deputy_core::rollout::parse_thread_id(&id) {
+            return tool_result(None, err.to_string(), true);
         }
         // A thread from an earlier server process is resumed from its rollout;
         // reading it is file I/O, kept off the async workers.
@@ -162,19 +158,6 @@ fn method_not_found(method: &str) -> McpError {
         format!("method not found: {method}"),
         Some(serde_json::json!({"method": method})),
     )
-}
-
-fn uuid_check(id: &str) -> Result<(), String> {
-    let valid = id.len() == 36
-        && id.char_indices().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => c == '-',
-            _ => c.is_ascii_hexdigit(),
-        });
-    if valid {
-        Ok(())
-    } else {
-        Err("not a UUID".into())
-    }
 }
 
 impl ServerHandler for DeputyServer {

@@ -76,7 +76,7 @@ pub fn list_sessions(
 }
 
 /// Gathers `rollout-*.jsonl` files of `sessions/YYYY/MM/DD` with their mtimes.
-fn collect_rollouts(
+pub(super) fn collect_rollouts(
     dir: &Path,
     depth: usize,
     out: &mut Vec<(PathBuf, SystemTime)>,

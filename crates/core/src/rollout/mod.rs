@@ -14,6 +14,7 @@
 //! (with an exclusive `flock`), and [`load_rollout`] rebuilds a thread's history
 //! from it, tolerating a torn last line left by a killed process.
 
+mod ids;
 mod list;
 mod paths;
 mod reader;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, SandboxWorkspaceWrite};
 
+pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
 pub use list::{SessionSummary, list_sessions};
 pub use paths::{find_rollout, rollout_path, sessions_dir};
 pub use reader::{ResumedSession, RolloutContents, load_rollout, read_events, read_rollout};
