@@ -1,4 +1,7 @@
-//! The MCP handler: handshake, tool listing, and dispatch of the two tools.
+//! The MCP handler: handshake, tool listing, and dispatch of the tools.
+
+mod conversations;
+mod snapshot;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -6,24 +9,28 @@ use std::sync::Arc;
 use deputy_core::config::ConfigLayers;
 use deputy_core::{ThreadError, ThreadManager};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::tool_params::{
-    CODEX_REPLY_TOOL, CODEX_TOOL, CodexReplyParam, CodexToolCallParam, tools,
+    CODEX_REPLY_TOOL, CODEX_TOOL, CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL,
+    CONVERSATION_STREAM_TOOL, CONVERSATIONS_LIST_TOOL, CodexReplyParam, CodexToolCallParam, tools,
 };
 use crate::turn_runner::{CallContext, run_turn, tool_result};
+use conversations::Conversations;
 
-/// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools.
+/// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools and the
+/// conversation tools.
 #[derive(Clone)]
 pub struct DeputyServer {
     manager: Arc<ThreadManager>,
     layers: Arc<ConfigLayers>,
     client_gone: CancellationToken,
+    conversations: Arc<Conversations>,
 }
 
 impl DeputyServer {
@@ -35,10 +42,17 @@ impl DeputyServer {
         layers: ConfigLayers,
         client_gone: CancellationToken,
     ) -> Self {
+        let layers = Arc::new(layers);
+        let conversations = Arc::new(Conversations::new(
+            manager.clone(),
+            layers.clone(),
+            client_gone.clone(),
+        ));
         Self {
             manager,
-            layers: Arc::new(layers),
+            layers,
             client_gone,
+            conversations,
         }
     }
 
@@ -219,8 +233,24 @@ impl ServerHandler for DeputyServer {
         let result = match request.name.as_ref() {
             CODEX_TOOL => self.call_codex(&call, args).await,
             CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
+            CONVERSATION_CREATE_TOOL => self.conversations.create(&call, args).await,
+            CONVERSATION_SEND_MESSAGE_TOOL => self.conversations.send_message(&call, args).await,
+            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,
+            CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await,
             other => tool_result(None, format!("Unknown tool '{other}'"), true),
         };
         Ok(result.into())
+    }
+
+    /// rmcp cancels calls still running; the conversation tools also keep work going
+    /// after their result (a queued turn, a stream), which this stops.
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Some(request_id) = &notification.request_id {
+            self.conversations.cancelled(request_id);
+        }
     }
 }

@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, SandboxWorkspaceWrite};
 
 pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
-pub use list::{SessionSummary, list_sessions};
+pub use list::{
+    SessionPage, SessionSummary, list_sessions, list_sessions_by_creation, one_line_preview,
+};
 pub use paths::{find_rollout, rollout_path, sessions_dir};
 pub use reader::{ResumedSession, RolloutContents, load_rollout, read_events, read_rollout};
 pub use recorder::RolloutRecorder;
