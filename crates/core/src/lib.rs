@@ -18,6 +18,7 @@ pub mod event_log;
 pub mod exec;
 pub mod exec_env;
 mod instructions;
+pub mod project_doc;
 pub mod rollout;
 pub mod safety;
 mod sandboxing;
