@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, Prompt, ResponseEvent};
+use super::{ModelError, Prompt, ResponseEvent, says_context_too_long};
 
 /// The JSON body of a `POST /chat/completions` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -125,6 +125,10 @@ impl ChatDecoder {
                     .as_str()
                     .map_or_else(|| error.to_string(), str::to_owned),
             };
+            let code = error.get("code").and_then(Value::as_str);
+            if says_context_too_long(code, &message) {
+                return Err(ModelError::ContextWindowExceeded(message));
+            }
             return Err(ModelError::Failed(message));
         }
         if self.response_id.is_empty()
