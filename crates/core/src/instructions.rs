@@ -25,6 +25,17 @@ pub(crate) fn initial_context(config: &Config) -> (Vec<ResponseItem>, Vec<String
     (items, docs.warnings)
 }
 
+/// Whether `item` belongs to a thread's initial context (developer and system
+/// messages, the AGENTS.md instructions) rather than to its conversation.
+pub(crate) fn is_initial_context(item: &ResponseItem) -> bool {
+    match item {
+        ResponseItem::Message { role, .. } => {
+            role == "developer" || role == "system" || project_doc::is_user_instructions(item)
+        }
+        _ => false,
+    }
+}
+
 /// Developer messages a new thread starts with: the environment and
 /// permissions, then the caller's `developer-instructions`.
 fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {

@@ -12,7 +12,9 @@
 pub mod approval;
 pub mod client;
 pub mod command_safety;
+pub mod compact;
 pub mod config;
+pub mod context_window;
 pub mod driver;
 pub mod event_log;
 pub mod exec;

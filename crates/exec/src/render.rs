@@ -85,6 +85,7 @@ impl HumanRenderer {
                 }
                 Ok(())
             }
+            EventMsg::ContextCompacted(_) => writeln!(out, "context compacted"),
             EventMsg::StreamError(e) => writeln!(out, "retrying: {}", e.message),
             EventMsg::Warning(w) => writeln!(out, "warning: {}", w.message),
             EventMsg::Error(e) => writeln!(out, "error: {}", e.message),

@@ -62,6 +62,7 @@ impl ProgressReporter {
                 None => return,
             },
             EventMsg::StreamError(e) => format!("retrying the model: {}", e.message),
+            EventMsg::ContextCompacted(_) => "compacted the conversation".to_string(),
             EventMsg::SessionConfigured(_)
             | EventMsg::UserMessage(_)
             | EventMsg::AgentMessageDelta(_)

@@ -29,6 +29,8 @@ pub enum ThreadItem {
     FileChange(FileChangeItem),
     /// The model's plan (`update_plan`), one item per turn, updated in place.
     Plan(PlanUpdateItem),
+    /// The history was compacted: summarized by the model and replaced by the summary.
+    ContextCompaction(ContextCompactionItem),
 }
 
 impl ThreadItem {
@@ -41,6 +43,7 @@ impl ThreadItem {
             Self::CommandExecution(item) => &item.id,
             Self::FileChange(item) => &item.id,
             Self::Plan(item) => &item.id,
+            Self::ContextCompaction(item) => &item.id,
         }
     }
 }
@@ -173,4 +176,12 @@ pub struct PlanUpdateItem {
     pub explanation: Option<String>,
     /// The whole plan, as last updated.
     pub plan: Vec<PlanItem>,
+}
+
+/// A compaction of the thread's history (automatic, or asked for with `Op::Compact`).
+/// Started when the summary is requested, completed once the history was replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextCompactionItem {
+    /// Item id.
+    pub id: String,
 }

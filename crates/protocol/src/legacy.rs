@@ -3,10 +3,10 @@
 //! written against Codex.
 
 use crate::{
-    AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, DeltaEvent, Event, EventMsg,
-    ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, FileChangeItem,
-    PatchApplyBeginEvent, PatchApplyEndEvent, PatchApplyStatus, ThreadEvent, ThreadEventMsg,
-    ThreadItem, UpdatePlanArgs, UserMessageEvent,
+    AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, ContextCompactedEvent,
+    DeltaEvent, Event, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent,
+    ExecCommandOutputDeltaEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
+    PatchApplyStatus, ThreadEvent, ThreadEventMsg, ThreadItem, UpdatePlanArgs, UserMessageEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
@@ -21,7 +21,8 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
             | ThreadItem::CommandExecution(_)
-            | ThreadItem::FileChange(_) => Vec::new(),
+            | ThreadItem::FileChange(_)
+            | ThreadItem::ContextCompaction(_) => Vec::new(),
         },
         ThreadEventMsg::ItemUpdated(e) => match &e.item {
             ThreadItem::CommandExecution(cmd) if cmd.started => {
@@ -35,7 +36,8 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::FileChange(_)
             | ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
-            | ThreadItem::Reasoning(_) => Vec::new(),
+            | ThreadItem::Reasoning(_)
+            | ThreadItem::ContextCompaction(_) => Vec::new(),
         },
         ThreadEventMsg::ItemCompleted(e) => match &e.item {
             ThreadItem::UserMessage(m) => vec![EventMsg::UserMessage(UserMessageEvent {
@@ -56,6 +58,10 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             }
             ThreadItem::FileChange(patch) if patch.started => {
                 vec![EventMsg::PatchApplyEnd(patch_end(patch, &turn_id))]
+            }
+            // Codex announces a compaction once it is done, with an empty payload.
+            ThreadItem::ContextCompaction(_) => {
+                vec![EventMsg::ContextCompacted(ContextCompactedEvent {})]
             }
             ThreadItem::Reasoning(_)
             | ThreadItem::CommandExecution(_)
@@ -225,6 +231,24 @@ mod tests {
             item: command(CommandExecutionStatus::Declined, false),
         }));
         assert!(legacy_events(&declined).is_empty());
+    }
+
+    #[test]
+    fn a_completed_compaction_is_codex_context_compacted() {
+        let item = ThreadItem::ContextCompaction(crate::ContextCompactionItem {
+            id: "item-9".into(),
+        });
+        let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
+            item: item.clone(),
+        }));
+        assert!(legacy_events(&started).is_empty());
+        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent { item })));
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            serde_json::to_value(&done[0].msg).unwrap(),
+            serde_json::json!({"type": "context_compacted"})
+        );
+        assert_eq!(done[0].id, "3");
     }
 
     #[test]

@@ -163,9 +163,11 @@ pub struct Config {
     pub compact_prompt: Option<String>,
     /// Whether `update_plan` is offered to the model.
     pub include_plan_tool: bool,
-    /// Compact history past this many tokens.
+    /// `model_auto_compact_token_limit`: compact the history past this many tokens
+    /// (see [`Config::auto_compact_token_limit`] for the default).
     pub model_auto_compact_token_limit: Option<u64>,
-    /// The model's context window, when known.
+    /// `model_context_window`: overrides the built-in window of the model
+    /// (see [`Config::context_window`]).
     pub model_context_window: Option<u64>,
     /// Most bytes of AGENTS.md instructions sent to the model; 0 sends none.
     pub project_doc_max_bytes: usize,

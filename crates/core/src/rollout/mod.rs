@@ -3,9 +3,11 @@
 //! Each line is `{"timestamp":"…Z","type":…,"payload":…}` with `type` one of
 //! `session_meta` (the first line: who, where, with which settings),
 //! `response_item` (an item as it entered the model history), `turn_context`
-//! (the settings a turn started with) and `event` (an entry of the thread's event
+//! (the settings a turn started with), `event` (an entry of the thread's event
 //! log, with its `seq`: everything but streaming deltas, large outputs cut to
-//! head and tail). Files written before the event log hold `event_msg` lines
+//! head and tail) and `compacted` (the history was replaced by a summary: the
+//! history from there on is its `replacement_history`, so a resumed thread loads
+//! the compacted history, not the whole past). Files written before the event log hold `event_msg` lines
 //! (a few Codex events), which are still read.
 //!
 //! The file lives at `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl`,
@@ -170,6 +172,15 @@ impl TurnContextRecord {
     }
 }
 
+/// Payload of a `compacted` line: the history was compacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactedRecord {
+    /// The summary message the compacted history ends with.
+    pub message: String,
+    /// The whole history after compaction; later `response_item` lines extend it.
+    pub replacement_history: Vec<ResponseItem>,
+}
+
 /// One line of a rollout, without its timestamp.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "payload", rename_all = "snake_case")]
@@ -184,6 +195,8 @@ pub enum RolloutItem {
     Event(ThreadEvent),
     /// A Codex event, as files written before the event log kept them; read, never written.
     EventMsg(EventMsg),
+    /// The history was replaced by a compacted one.
+    Compacted(CompactedRecord),
 }
 
 /// Whether an event is written to the rollout. Streaming deltas are left out:
