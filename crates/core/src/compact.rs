@@ -10,7 +10,8 @@
 //! with an error; it is never retried in a loop.
 
 use deputy_protocol::{
-    ContextCompactionItem, ResponseItem, ThreadEventMsg, ThreadItem, WarningEvent,
+    ContextCompactionItem, ContextCompactionStatus, ResponseItem, ThreadEventMsg, ThreadItem,
+    WarningEvent,
 };
 
 use crate::client::Prompt;
@@ -57,7 +58,11 @@ pub(crate) enum CompactTrigger {
 /// Compacts the thread's history, reporting it as a `context_compaction` item.
 pub(crate) async fn compact(ctx: &TurnContext, trigger: CompactTrigger) -> Result<(), TurnStop> {
     tracing::info!(turn = %ctx.turn_id, ?trigger, "compacting the conversation");
-    let item = ContextCompactionItem { id: new_item_id() };
+    let mut item = ContextCompactionItem {
+        id: new_item_id(),
+        status: ContextCompactionStatus::InProgress,
+    };
+    // Left open on failure: the turn's end completes it as failed.
     ctx.item_started(ThreadItem::ContextCompaction(item.clone()));
     let history = ctx.session.history_snapshot();
     let summary = summarize(ctx, &history).await?;
@@ -72,6 +77,7 @@ pub(crate) async fn compact(ctx: &TurnContext, trigger: CompactTrigger) -> Resul
     ctx.session.replace_history(compacted, summary_text);
     // On disk before anything else happens: a crash from here on resumes compacted.
     ctx.session.flush_rollout().await;
+    item.status = ContextCompactionStatus::Completed;
     ctx.item_completed(ThreadItem::ContextCompaction(item));
     ctx.emit(ThreadEventMsg::Warning(WarningEvent {
         message: "The conversation was compacted: the model now works from a summary of it. \

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deputy_protocol::{
-    AgentMessageItem, CommandExecutionStatus, ErrorEvent, InputItem, ItemDeltaEvent, ItemEvent,
-    PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary, ResponseItem,
-    StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem,
-    TokenCountEvent, TokenUsage, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent, TurnOverrides,
-    UpdatePlanArgs, UserMessageItem,
+    AgentMessageItem, CommandExecutionStatus, ContextCompactionStatus, ErrorEvent, InputItem,
+    ItemDeltaEvent, ItemEvent, PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary,
+    ResponseItem, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg,
+    ThreadItem, TokenCountEvent, TokenUsage, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent,
+    TurnOverrides, UpdatePlanArgs, UserMessageItem,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -139,7 +139,8 @@ impl TurnContext {
         }
     }
 
-    /// Completes what the turn leaves open: the plan, and commands or patches a stop cut short.
+    /// Completes what the turn leaves open: the plan, and commands, patches or a
+    /// compaction that a stop or a failure cut short.
     fn close_items(&self) {
         if let Some(plan) = lock(&self.plan).take() {
             self.emit(ThreadEventMsg::ItemCompleted(ItemEvent {
@@ -159,6 +160,10 @@ impl TurnContext {
                     patch.status = PatchApplyStatus::Failed;
                     patch.stderr = "aborted: the turn was stopped".into();
                     ThreadItem::FileChange(patch)
+                }
+                ThreadItem::ContextCompaction(mut compaction) => {
+                    compaction.status = ContextCompactionStatus::Failed;
+                    ThreadItem::ContextCompaction(compaction)
                 }
                 other => other,
             };

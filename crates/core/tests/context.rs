@@ -28,7 +28,8 @@ use deputy_core::config::ConfigLayers;
 use deputy_core::rollout::SessionSource;
 use deputy_core::{Thread, ThreadManager};
 use deputy_protocol::{
-    InputItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem, TokenUsageInfo,
+    ContextCompactionStatus, InputItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem,
+    TokenUsageInfo,
 };
 use deputy_test_support::{MockModelServer, RecordedRequest, SseEvent, TestHome};
 use serde_json::{Value, json};
@@ -152,17 +153,19 @@ fn token_counts(events: &[Arc<ThreadEvent>]) -> Vec<TokenUsageInfo> {
         .collect()
 }
 
-/// `("started" | "completed", item id)` for every context compaction item event.
-fn compaction_items(events: &[Arc<ThreadEvent>]) -> Vec<(&'static str, String)> {
+/// `(started | completed, item id, status)` for every context compaction item event.
+fn compaction_items(
+    events: &[Arc<ThreadEvent>],
+) -> Vec<(&'static str, String, ContextCompactionStatus)> {
     events
         .iter()
         .filter_map(|event| match &event.msg {
             ThreadEventMsg::ItemStarted(ItemEvent {
                 item: ThreadItem::ContextCompaction(item),
-            }) => Some(("started", item.id.clone())),
+            }) => Some(("started", item.id.clone(), item.status)),
             ThreadEventMsg::ItemCompleted(ItemEvent {
                 item: ThreadItem::ContextCompaction(item),
-            }) => Some(("completed", item.id.clone())),
+            }) => Some(("completed", item.id.clone(), item.status)),
             _ => None,
         })
         .collect()

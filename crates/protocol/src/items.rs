@@ -179,9 +179,25 @@ pub struct PlanUpdateItem {
 }
 
 /// A compaction of the thread's history (automatic, or asked for with `Op::Compact`).
-/// Started when the summary is requested, completed once the history was replaced.
+/// Started when the summary is requested, completed once the history was replaced
+/// (`completed`) or when compacting failed or was interrupted (`failed`: the history
+/// is unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextCompactionItem {
     /// Item id.
     pub id: String,
+    /// Where it stands.
+    pub status: ContextCompactionStatus,
+}
+
+/// Where a compaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextCompactionStatus {
+    /// The summary is being written.
+    InProgress,
+    /// The history was replaced by the summary.
+    Completed,
+    /// No summary came (an error, or the turn was stopped); the history is as it was.
+    Failed,
 }

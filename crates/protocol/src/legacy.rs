@@ -4,9 +4,10 @@
 
 use crate::{
     AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, ContextCompactedEvent,
-    DeltaEvent, Event, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent,
-    ExecCommandOutputDeltaEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
-    PatchApplyStatus, ThreadEvent, ThreadEventMsg, ThreadItem, UpdatePlanArgs, UserMessageEvent,
+    ContextCompactionStatus, DeltaEvent, Event, EventMsg, ExecCommandBeginEvent,
+    ExecCommandEndEvent, ExecCommandOutputDeltaEvent, FileChangeItem, PatchApplyBeginEvent,
+    PatchApplyEndEvent, PatchApplyStatus, ThreadEvent, ThreadEventMsg, ThreadItem, UpdatePlanArgs,
+    UserMessageEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
@@ -59,14 +60,16 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             ThreadItem::FileChange(patch) if patch.started => {
                 vec![EventMsg::PatchApplyEnd(patch_end(patch, &turn_id))]
             }
-            // Codex announces a compaction once it is done, with an empty payload.
-            ThreadItem::ContextCompaction(_) => {
+            // Codex announces a compaction once it is done, with an empty payload; one
+            // that failed changed nothing, and the turn's error says why.
+            ThreadItem::ContextCompaction(c) if c.status == ContextCompactionStatus::Completed => {
                 vec![EventMsg::ContextCompacted(ContextCompactedEvent {})]
             }
             ThreadItem::Reasoning(_)
             | ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
-            | ThreadItem::Plan(_) => Vec::new(),
+            | ThreadItem::Plan(_)
+            | ThreadItem::ContextCompaction(_) => Vec::new(),
         },
         ThreadEventMsg::AgentMessageDelta(d) => vec![EventMsg::AgentMessageDelta(DeltaEvent {
             delta: d.delta.clone(),
@@ -235,14 +238,23 @@ mod tests {
 
     #[test]
     fn a_completed_compaction_is_codex_context_compacted() {
-        let item = ThreadItem::ContextCompaction(crate::ContextCompactionItem {
-            id: "item-9".into(),
-        });
+        let item = |status| {
+            ThreadItem::ContextCompaction(crate::ContextCompactionItem {
+                id: "item-9".into(),
+                status,
+            })
+        };
         let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
-            item: item.clone(),
+            item: item(ContextCompactionStatus::InProgress),
         }));
         assert!(legacy_events(&started).is_empty());
-        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent { item })));
+        let failed = event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: item(ContextCompactionStatus::Failed),
+        }));
+        assert!(legacy_events(&failed).is_empty(), "nothing was compacted");
+        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: item(ContextCompactionStatus::Completed),
+        })));
         assert_eq!(done.len(), 1);
         assert_eq!(
             serde_json::to_value(&done[0].msg).unwrap(),

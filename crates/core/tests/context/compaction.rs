@@ -3,7 +3,7 @@
 
 use deputy_core::compact::{DEFAULT_COMPACT_PROMPT, SUMMARY_PREFIX};
 use deputy_core::rollout::{find_rollout, load_rollout};
-use deputy_protocol::{EventMsg, ThreadEventMsg, legacy_events};
+use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, legacy_events};
 use deputy_test_support::{MockModelServer, MockResponse, RecordedRequest, responses};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -90,7 +90,15 @@ async fn reported_usage_past_the_limit_compacts_before_the_next_request_and_the_
 
     let items = compaction_items(&events);
     assert_eq!(items.len(), 2, "{items:?}");
-    assert_eq!((items[0].0, items[1].0), ("started", "completed"));
+    assert_eq!(
+        (items[0].0, items[0].2, items[1].0, items[1].2),
+        (
+            "started",
+            ContextCompactionStatus::InProgress,
+            "completed",
+            ContextCompactionStatus::Completed
+        )
+    );
     assert_eq!(items[0].1, items[1].1, "one item, started then completed");
     let compacted = events
         .iter()
@@ -271,9 +279,21 @@ async fn a_failed_summary_request_ends_the_turn_with_a_clear_error_and_the_threa
         error.message
     );
     assert_eq!(server.request_count(), 3);
-    // The compaction item is closed, not left open.
+    // The compaction item is closed as failed, and Codex clients hear of no compaction.
     let items = compaction_items(&events);
     assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(items[1].2, ContextCompactionStatus::Failed);
+    let codex: Vec<EventMsg> = events
+        .iter()
+        .flat_map(|e| legacy_events(e))
+        .map(|e| e.msg)
+        .collect();
+    assert!(
+        !codex
+            .iter()
+            .any(|msg| matches!(msg, EventMsg::ContextCompacted(_))),
+        "{codex:?}"
+    );
     assert_eq!(
         completed_with(&run_turn(&thread, "third").await),
         "recovered"
@@ -497,6 +517,65 @@ async fn the_summary_request_drops_the_oldest_tool_outputs_to_fit_the_window() {
     assert!(
         items.contains(&"user: next task".to_string()),
         "the task stays"
+    );
+    manager.shutdown_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_compaction_leaves_the_history_as_it_was() {
+    let server = MockModelServer::start();
+    server.push_all([
+        MockResponse::text_turn("first done"),
+        MockResponse::text_turn("never delivered").delay_before(std::time::Duration::from_secs(60)),
+        MockResponse::text_turn("second done"),
+    ]);
+    let home = home_with(&server, "");
+    let manager = manager();
+    let thread = start(&manager, &home, home.workspace());
+    completed_with(&run_turn(&thread, "first").await);
+
+    let after = thread.last_seq();
+    let turn_id = thread.submit_compact("compact".into()).expect("submit");
+    let mut events = thread.subscribe(after);
+    // Once the summary is being written, stop the turn.
+    loop {
+        let event = tokio::time::timeout(crate::WAIT, events.next())
+            .await
+            .expect("events in time")
+            .unwrap()
+            .unwrap();
+        if let ThreadEventMsg::ItemStarted(item) = &event.msg
+            && matches!(item.item, deputy_protocol::ThreadItem::ContextCompaction(_))
+        {
+            break;
+        }
+    }
+    server.wait_for_requests(2, crate::WAIT).unwrap();
+    thread.interrupt(&turn_id).unwrap();
+    let events = read_turn(&thread, after, &turn_id).await;
+
+    assert!(
+        matches!(turn_end(&events), ThreadEventMsg::TurnAborted(_)),
+        "{:?}",
+        turn_end(&events)
+    );
+    let items = compaction_items(&events);
+    assert_eq!(
+        items.last().map(|i| i.2),
+        Some(ContextCompactionStatus::Failed)
+    );
+    assert_eq!(
+        completed_with(&run_turn(&thread, "second").await),
+        "second done"
+    );
+    let next = transcript(&server.requests()[2]);
+    assert_eq!(
+        next[1..],
+        [
+            "user: first".to_string(),
+            "assistant: first done".to_string(),
+            "user: second".to_string(),
+        ]
     );
     manager.shutdown_all().await;
 }
