@@ -579,3 +579,55 @@ async fn an_interrupted_compaction_leaves_the_history_as_it_was() {
     );
     manager.shutdown_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_reports_no_usage_still_compacts_from_the_estimated_size() {
+    let server = MockModelServer::start();
+    server.push_all([
+        // About 12 KB of output: past 90 % of a 3,000-token window by itself.
+        MockResponse::chat_tool_call_turn(
+            "call-1",
+            "shell",
+            bash_args(&format!(
+                "printf {OLD_OUTPUT}; head -c 12000 /dev/zero | tr '\\0' x"
+            )),
+        ),
+        MockResponse::chat_text_turn("ESTIMATED-SUMMARY"),
+        MockResponse::chat_text_turn("done"),
+    ]);
+    let home = chat_home_with(&server, "model_context_window = 3000");
+    let manager = manager();
+    let thread = start(&manager, &home, home.workspace());
+
+    let events = run_turn(&thread, "task").await;
+
+    assert_eq!(completed_with(&events), "done");
+    assert!(
+        crate::token_counts(&events).is_empty(),
+        "no usage was reported"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let summary = chat_transcript(&requests[1]);
+    assert_eq!(
+        summary.last(),
+        Some(&format!("user: {DEFAULT_COMPACT_PROMPT}"))
+    );
+    // Even the summary request would not fit whole: the output went first.
+    assert!(!requests[1].raw_body.contains("xxxxxxxxxxxxxxxx"));
+    assert!(
+        summary
+            .iter()
+            .any(|m| m.starts_with("tool: [output dropped")),
+        "{summary:?}"
+    );
+    assert_eq!(
+        chat_transcript(&requests[2])[2..],
+        [
+            "user: task".to_string(),
+            summary_message("ESTIMATED-SUMMARY")
+        ]
+    );
+    assert!(!requests[2].raw_body.contains(OLD_OUTPUT));
+    manager.shutdown_all().await;
+}
