@@ -9,6 +9,8 @@
 //! never the initial context or the current task. Failing to compact ends the turn
 //! with an error; it is never retried in a loop.
 
+use std::collections::{HashMap, HashSet};
+
 use deputy_protocol::{
     ContextCompactionItem, ContextCompactionStatus, ResponseItem, ThreadEventMsg, ThreadItem,
     WarningEvent,
@@ -177,10 +179,10 @@ fn fit_summary_request(
     let mut input: Vec<ResponseItem> = history.to_vec();
     input.push(ResponseItem::user_text(compact_prompt));
     let mut sizes: Vec<usize> = input.iter().map(item_bytes).collect();
-    let fixed = instructions.len();
-    let tokens = |sizes: &[usize]| tokens_for_bytes(fixed + sizes.iter().sum::<usize>());
+    // Kept as a running total: long histories are trimmed item by item.
+    let mut bytes = instructions.len() + sizes.iter().sum::<usize>();
     let mut fitted = FittedRequest {
-        tokens: tokens(&sizes),
+        tokens: tokens_for_bytes(bytes),
         input: Vec::new(),
         dropped_outputs: 0,
         dropped_items: 0,
@@ -189,19 +191,24 @@ fn fit_summary_request(
         fitted.input = input;
         return Ok(fitted);
     };
+    let mut shrink = |at: usize, new_size: usize, fitted: &mut FittedRequest| {
+        bytes = bytes - sizes[at] + new_size;
+        sizes[at] = new_size;
+        fitted.tokens = tokens_for_bytes(bytes);
+    };
 
     // 1. Tool outputs, oldest first: usually the bulk, and the least needed later.
-    let mut at = 0;
-    while fitted.tokens > budget && at < input.len() {
-        if let ResponseItem::FunctionCallOutput { output, .. } = &mut input[at]
+    for (at, item) in input.iter_mut().enumerate() {
+        if fitted.tokens <= budget {
+            break;
+        }
+        if let ResponseItem::FunctionCallOutput { output, .. } = item
             && output != DROPPED_OUTPUT
         {
             *output = DROPPED_OUTPUT.to_string();
-            sizes[at] = item_bytes(&input[at]);
             fitted.dropped_outputs += 1;
-            fitted.tokens = tokens(&sizes);
+            shrink(at, item_bytes(item), &mut fitted);
         }
-        at += 1;
     }
 
     // 2. Whole items, oldest first, keeping what the task cannot do without.
@@ -214,6 +221,14 @@ fn fit_summary_request(
         .iter()
         .rposition(is_user_message)
         .filter(|&at| at >= context_len);
+    let outputs: HashMap<&str, usize> = input
+        .iter()
+        .enumerate()
+        .filter_map(|(at, item)| match item {
+            ResponseItem::FunctionCallOutput { call_id, .. } => Some((call_id.as_str(), at)),
+            _ => None,
+        })
+        .collect();
     let mut keep = vec![true; input.len()];
     for at in context_len..prompt_at {
         if fitted.tokens <= budget {
@@ -223,21 +238,18 @@ fn fit_summary_request(
             continue;
         }
         keep[at] = false;
-        sizes[at] = 0;
         fitted.dropped_items += 1;
+        shrink(at, 0, &mut fitted);
         // A call goes with its output: the API refuses either one alone.
-        if let ResponseItem::FunctionCall { call_id, .. } = &input[at] {
-            for later in at + 1..prompt_at {
-                if matches!(&input[later], ResponseItem::FunctionCallOutput { call_id: id, .. } if id == call_id)
-                    && keep[later]
-                {
-                    keep[later] = false;
-                    sizes[later] = 0;
-                    fitted.dropped_items += 1;
-                }
-            }
+        if let ResponseItem::FunctionCall { call_id, .. } = &input[at]
+            && let Some(&output_at) = outputs.get(call_id.as_str())
+            && output_at < prompt_at
+            && keep[output_at]
+        {
+            keep[output_at] = false;
+            fitted.dropped_items += 1;
+            shrink(output_at, 0, &mut fitted);
         }
-        fitted.tokens = tokens(&sizes);
     }
     if fitted.tokens > budget {
         return Err(format!(
@@ -250,14 +262,14 @@ fn fit_summary_request(
         .zip(keep)
         .filter_map(|(item, keep)| keep.then_some(item))
         .collect();
-    // An output whose call was kept past the task is fine; one whose call went is not.
+    // The API refuses an output whose call is not in the request.
     drop_orphan_outputs(&mut fitted.input);
     Ok(fitted)
 }
 
 /// Removes function call outputs whose call is not in `items`.
 fn drop_orphan_outputs(items: &mut Vec<ResponseItem>) {
-    let calls: std::collections::HashSet<String> = items
+    let calls: HashSet<String> = items
         .iter()
         .filter_map(|item| match item {
             ResponseItem::FunctionCall { call_id, .. } => Some(call_id.clone()),
