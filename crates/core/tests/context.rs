@@ -5,7 +5,8 @@
 //!
 //! - `agents_md`: which files are read, in which order, capped, skipped;
 //! - `usage`: `token_count` over Responses and Chat, the context window reported;
-//! - `compaction`: the summary request, the compacted history, failures, resume.
+//! - `compaction`: the summary request, the compacted history, compaction on request, resume;
+//! - `compaction_failures`: a compaction that fails, does not help or is interrupted.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,6 +18,8 @@
 mod agents_md;
 #[path = "context/compaction.rs"]
 mod compaction;
+#[path = "context/compaction_failures.rs"]
+mod compaction_failures;
 #[path = "context/usage.rs"]
 mod usage;
 
