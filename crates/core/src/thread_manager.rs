@@ -370,6 +370,9 @@ fn saved_layers(layers: &ConfigLayers, meta: &SessionMeta) -> ConfigLayers {
     if let Some(developer) = &meta.developer_instructions {
         saved.push(("developer_instructions", text(developer)));
     }
+    if let Some(prompt) = &meta.compact_prompt {
+        saved.push(("compact_prompt", text(prompt)));
+    }
     layers
         .cli_overrides
         .extend(saved.into_iter().map(|(k, v)| (k.to_string(), v)));

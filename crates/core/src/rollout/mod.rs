@@ -109,6 +109,9 @@ pub struct SessionMeta {
     /// The caller's developer instructions, if any (already in the history).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub developer_instructions: Option<String>,
+    /// The caller's prompt for compaction summaries, if any (it outlives a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_prompt: Option<String>,
     /// Whether `update_plan` is offered to the model.
     #[serde(default = "yes")]
     pub include_plan_tool: bool,
@@ -137,6 +140,7 @@ impl SessionMeta {
             sandbox_workspace_write: config.sandbox_workspace_write.clone(),
             base_instructions: config.base_instructions.clone(),
             developer_instructions: config.developer_instructions.clone(),
+            compact_prompt: config.compact_prompt.clone(),
             include_plan_tool: config.include_plan_tool,
             cli_version: env!("CARGO_PKG_VERSION").to_string(),
             source,

@@ -491,3 +491,43 @@ async fn a_server_that_reports_no_usage_still_compacts_from_the_estimated_size()
     assert!(!requests[2].raw_body.contains(OLD_OUTPUT));
     manager.shutdown_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_compact_prompt_outlives_a_restart() {
+    let server = MockModelServer::start();
+    server.push_all([
+        MockResponse::text_turn("answered"),
+        MockResponse::text_turn("SUMMARY"),
+    ]);
+    let home = home_with(&server, "");
+    let manager = manager();
+    let mut layers = layers_at(&home, home.workspace());
+    layers.overrides.compact_prompt = Some("Per-call prompt.".into());
+    let thread = manager.start_thread(layers.load().unwrap()).expect("start");
+    let id = thread.id().to_string();
+    completed_with(&run_turn(&thread, "question").await);
+    manager.shutdown_all().await;
+
+    let manager = crate::manager();
+    let (thread, _) = manager
+        .resume_thread(&id, &layers_at(&home, home.workspace()))
+        .expect("resume");
+    let after = thread.last_seq();
+    let turn_id = thread.submit_compact("compact".into()).unwrap();
+    assert_completed(&read_turn(&thread, after, &turn_id).await);
+
+    assert!(is_summary_request(
+        &server.requests()[1],
+        "Per-call prompt."
+    ));
+    manager.shutdown_all().await;
+}
+
+/// Fails unless the turn completed.
+fn assert_completed(events: &[std::sync::Arc<deputy_protocol::ThreadEvent>]) {
+    assert!(
+        matches!(turn_end(events), ThreadEventMsg::TurnComplete(_)),
+        "{:?}",
+        turn_end(events)
+    );
+}
