@@ -238,6 +238,8 @@ impl ChatDecoder {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    prompt_cache_hit_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     completion_tokens_details: Option<CompletionDetails>,
     total_tokens: Option<u64>,
@@ -262,6 +264,7 @@ impl From<WireUsage> for TokenUsage {
             cached_input_tokens: usage
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens)
                 .unwrap_or(0),
             output_tokens: output,
             reasoning_output_tokens: usage
