@@ -76,6 +76,8 @@ fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {
             }
         }
         RolloutItem::EventMsg(msg) => render_event(msg, out),
+        // The compaction's event line already says so; the summary is the model's business.
+        RolloutItem::Compacted(_) => {}
     }
 }
 
@@ -90,6 +92,7 @@ fn render_event(msg: &EventMsg, out: &mut String) {
             out.push_str(&format!("(turn stopped: {why})\n"));
         }
         EventMsg::Error(error) => labelled(out, "error", &error.message),
+        EventMsg::ContextCompacted(_) => out.push_str("(context compacted)\n"),
         EventMsg::SessionConfigured(_)
         | EventMsg::TaskStarted(_)
         | EventMsg::UserMessage(_)

@@ -303,7 +303,8 @@ impl JsonlMapper {
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
             | ThreadItem::EnteredReviewMode(_)
-            | ThreadItem::ExitedReviewMode(_) => {
+            | ThreadItem::ExitedReviewMode(_)
+            | ThreadItem::ContextCompaction(_) => {
                 return None;
             }
         };
@@ -346,7 +347,8 @@ fn details(item: &ThreadItem) -> Option<ItemDetails> {
     Some(match item {
         ThreadItem::UserMessage(_)
         | ThreadItem::EnteredReviewMode(_)
-        | ThreadItem::ExitedReviewMode(_) => return None,
+        | ThreadItem::ExitedReviewMode(_)
+        | ThreadItem::ContextCompaction(_) => return None,
         ThreadItem::AgentMessage(message) => ItemDetails::AgentMessage {
             text: message.text.clone(),
         },

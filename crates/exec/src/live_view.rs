@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anstyle::{AnsiColor, Style};
 use deputy_protocol::{
-    CommandExecutionItem, CommandExecutionStatus, FileChange, FileChangeItem, PatchApplyStatus,
-    PlanUpdateItem, StepStatus, ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
+    CommandExecutionItem, CommandExecutionStatus, ContextCompactionStatus, FileChange,
+    FileChangeItem, PatchApplyStatus, PlanUpdateItem, StepStatus, ThreadEvent, ThreadEventMsg,
+    ThreadItem, TurnAbortReason,
 };
 
 use crate::jsonl::command_line;
@@ -143,6 +144,7 @@ impl LiveView {
                 let _ = writeln!(out, "{BOLD}reviewing {}{BOLD:#}", review.review);
                 self.spinner.set("reviewing");
             }
+            ThreadItem::ContextCompaction(_) => self.spinner.set("compacting the conversation"),
             ThreadItem::UserMessage(_) | ThreadItem::ExitedReviewMode(_) => {}
         }
     }
@@ -163,7 +165,8 @@ impl LiveView {
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
             | ThreadItem::EnteredReviewMode(_)
-            | ThreadItem::ExitedReviewMode(_) => {}
+            | ThreadItem::ExitedReviewMode(_)
+            | ThreadItem::ContextCompaction(_) => {}
         }
     }
 
@@ -188,6 +191,12 @@ impl LiveView {
             ThreadItem::FileChange(patch) => {
                 self.flush_message(out);
                 self.patch_result(patch, out);
+            }
+            ThreadItem::ContextCompaction(compaction) => {
+                self.flush_message(out);
+                if compaction.status == ContextCompactionStatus::Completed {
+                    let _ = writeln!(out, "{THINKING}context compacted{THINKING:#}");
+                }
             }
             // The reviewer's answer is the findings, shown as the review's result.
             ThreadItem::ExitedReviewMode(review) => {

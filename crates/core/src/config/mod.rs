@@ -28,6 +28,8 @@ pub const DEFAULT_PROVIDER: &str = "openai";
 pub const DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT: usize = 10_000;
 /// How long an approval request waits for an answer before it counts as denied.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Most bytes of AGENTS.md instructions sent to the model.
+pub const DEFAULT_PROJECT_DOC_MAX_BYTES: usize = 32 * 1024;
 /// How long a thread may sit idle (no turn, nobody following it) before it is unloaded.
 pub const DEFAULT_THREAD_IDLE_UNLOAD: Duration = Duration::from_secs(30 * 60);
 
@@ -100,6 +102,7 @@ struct ConfigToml {
     developer_instructions: Option<String>,
     compact_prompt: Option<String>,
     review_model: Option<String>,
+    project_doc_max_bytes: Option<usize>,
     include_plan_tool: Option<bool>,
     #[serde(default)]
     sandbox_workspace_write: SandboxWorkspaceWrite,
@@ -166,10 +169,14 @@ pub struct Config {
     pub review_model: Option<String>,
     /// Whether `update_plan` is offered to the model.
     pub include_plan_tool: bool,
-    /// Compact history past this many tokens.
+    /// `model_auto_compact_token_limit`: compact the history past this many tokens
+    /// (see [`Config::auto_compact_token_limit`] for the default).
     pub model_auto_compact_token_limit: Option<u64>,
-    /// The model's context window, when known.
+    /// `model_context_window`: overrides the built-in window of the model
+    /// (see [`Config::context_window`]).
     pub model_context_window: Option<u64>,
+    /// Most bytes of AGENTS.md instructions sent to the model; 0 sends none.
+    pub project_doc_max_bytes: usize,
     /// Tool output to the model is truncated to about this many tokens.
     pub tool_output_token_limit: usize,
     /// How long to wait for an approval answer.
@@ -392,6 +399,9 @@ impl ConfigLayers {
                 .unwrap_or(true),
             model_auto_compact_token_limit: toml.model_auto_compact_token_limit,
             model_context_window: toml.model_context_window,
+            project_doc_max_bytes: toml
+                .project_doc_max_bytes
+                .unwrap_or(DEFAULT_PROJECT_DOC_MAX_BYTES),
             tool_output_token_limit: toml
                 .tool_output_token_limit
                 .unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),

@@ -30,6 +30,7 @@ fn meta(id: &str, cwd: &Path) -> SessionMeta {
         },
         base_instructions: Some("be brief".into()),
         developer_instructions: None,
+        compact_prompt: None,
         include_plan_tool: false,
         cli_version: "0.1.0".into(),
         source: SessionSource::Exec,

@@ -165,6 +165,7 @@ fn bounded(mut msg: EventMsg) -> EventMsg {
         | EventMsg::TurnAborted(_)
         | EventMsg::EnteredReviewMode(_)
         | EventMsg::ExitedReviewMode(_)
+        | EventMsg::ContextCompacted(_)
         | EventMsg::ShutdownComplete => {}
     }
     msg
