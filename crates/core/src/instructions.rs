@@ -50,7 +50,8 @@ fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {
     items
 }
 
-fn environment_context(config: &Config) -> String {
+/// The `<environment_context>` the model is told: cwd, sandbox, network, approvals.
+pub(crate) fn environment_context(config: &Config) -> String {
     let sandbox = match config.sandbox_mode {
         SandboxMode::ReadOnly => "commands may read files but not write them",
         SandboxMode::WorkspaceWrite => {

@@ -183,6 +183,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         TurnKind::Input { overrides, .. } => overrides.as_ref(),
         TurnKind::Compact => None,
     };
+    let before = session.settings_for_turn(None).map(|s| s.config);
     let settings = match session.settings_for_turn(overrides) {
         Ok(settings) => settings,
         Err(why) => {
@@ -208,6 +209,12 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         plan: Mutex::default(),
     };
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
+    // Overrides that change what the model was told about its environment (cwd,
+    // sandbox, approvals) are told to it, so it does not act on stale facts.
+    let now = instructions::environment_context(&ctx.config);
+    if before.is_ok_and(|before| instructions::environment_context(&before) != now) {
+        ctx.session.record([ResponseItem::developer_text(now)]);
+    }
     ctx.emit(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: ctx.turn_id.clone(),
         model_context_window: ctx.config.context_window(),
