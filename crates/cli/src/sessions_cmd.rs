@@ -17,7 +17,7 @@ const OUTPUT_LINES: usize = 20;
 pub fn list(home: &Path, cwd: Option<&Path>, limit: usize) -> anyhow::Result<i32> {
     let sessions = list_sessions(home, cwd, limit).context("listing sessions")?;
     if sessions.is_empty() {
-        eprintln!("no saved sessions");
+        let _ = writeln!(std::io::stderr(), "no saved sessions");
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -42,7 +42,7 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
     let path = find_rollout(home, &id)?;
     let contents = read_rollout(&path)?;
     for warning in &contents.warnings {
-        eprintln!("warning: {warning}");
+        let _ = writeln!(std::io::stderr(), "warning: {warning}");
     }
     let mut text = String::new();
     let mut turn = 0;
