@@ -128,7 +128,7 @@ async fn execute(ctx: &TurnContext, req: &ShellRequest<'_>, sandboxed: bool) -> 
     let argv = if sandboxed {
         sandboxing::confine(config, &req.cwd, &req.argv)
     } else {
-        Ok(req.argv.clone())
+        Ok(sandboxing::unconfined(config, &req.cwd, &req.argv))
     };
     let call_id = req.call_id.to_string();
     let result = match argv {
