@@ -151,3 +151,95 @@ pub(crate) fn denial_summary(exit_code: i32, output: &str) -> String {
             |line| line.trim().to_string(),
         )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+    use crate::config::ConfigLayers;
+
+    /// A workspace-write config for a session in a fresh directory, with `settings` as the
+    /// `[sandbox_workspace_write]` table.
+    fn workspace_write(settings: &str) -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(
+            home.join("config.toml"),
+            format!("sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\n{settings}"),
+        )
+        .unwrap();
+        let mut layers = ConfigLayers::new(home);
+        layers.overrides.cwd = Some(ws);
+        let mut config = layers.load().unwrap();
+        config.sandbox_launcher = Some(PathBuf::from("/usr/bin/deputy"));
+        (dir, config)
+    }
+
+    fn has_slash_tmp(policy: &SandboxPolicy) -> bool {
+        policy.writable_roots.contains(&PathBuf::from("/tmp"))
+    }
+
+    #[test]
+    fn exclude_slash_tmp_and_exclude_tmpdir_act_independently() {
+        let tmpdir_is_slash_tmp = std::env::var_os("TMPDIR").is_some_and(|d| d == "/tmp");
+        let (_dir, only_tmp_excluded) = workspace_write("exclude_slash_tmp = true\n");
+        assert_eq!(
+            has_slash_tmp(&policy(&only_tmp_excluded)),
+            tmpdir_is_slash_tmp
+        );
+        let (_dir, only_tmpdir_excluded) = workspace_write("exclude_tmpdir_env_var = true\n");
+        let roots = policy(&only_tmpdir_excluded).writable_roots;
+        assert!(roots.contains(&PathBuf::from("/tmp")));
+        assert_eq!(roots.len(), 2, "{roots:?}");
+        let (_dir, both) =
+            workspace_write("exclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n");
+        assert_eq!(policy(&both).writable_roots, vec![both.cwd.clone()]);
+    }
+
+    #[test]
+    fn unix_sockets_are_refused_unless_allowed() {
+        let (_dir, config) = workspace_write("");
+        assert!(policy(&config).unix_sockets_disabled());
+        let (_dir, config) = workspace_write("allow_unix_sockets = true\n");
+        assert!(!policy(&config).unix_sockets_disabled());
+    }
+
+    #[test]
+    fn the_command_s_directory_grants_nothing() {
+        let (_dir, config) =
+            workspace_write("exclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n");
+        for workdir in ["/", "/etc", "/root"] {
+            let argv = confine(&config, Path::new(workdir), &["true".to_string()]).unwrap();
+            let request =
+                deputy_sandbox::parse_launch_args(argv.iter().skip(2).map(OsString::from)).unwrap();
+            assert_eq!(request.cwd, PathBuf::from(workdir));
+            assert_eq!(request.policy.writable_roots, vec![config.cwd.clone()]);
+        }
+    }
+
+    #[test]
+    fn patches_do_not_write_the_real_tmp_unasked() {
+        let (_dir, config) = workspace_write("");
+        let roots = writable_roots(&config);
+        assert!(!roots.allows(Path::new("/tmp/notes.txt")));
+        assert!(roots.allows(&config.cwd.join("notes.txt")));
+    }
+
+    #[test]
+    fn unconfined_commands_are_still_supervised_by_the_launcher() {
+        let (_dir, config) = workspace_write("");
+        let argv = unconfined(&config, Path::new("/"), &["true".to_string()]);
+        assert_eq!(argv[0], "/usr/bin/deputy");
+        assert_eq!(argv[1], deputy_sandbox::LAUNCHER_SUBCOMMAND);
+        let mut bare = config.clone();
+        bare.sandbox_launcher = None;
+        assert_eq!(
+            unconfined(&bare, Path::new("/"), &["true".to_string()]),
+            ["true"]
+        );
+    }
+}

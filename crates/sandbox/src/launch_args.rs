@@ -1,7 +1,9 @@
 //! The argv that re-executes deputy as the launcher, and its parsing on the other side.
 //!
 //! Format: `LAUNCHER --mode MODE --cwd DIR --parent-pid PID [--writable-root DIR]...
-//! [--network] [--allow-unix-sockets] [--private-tmp DIR] -- CMD ARGS...`.
+//! [--network] [--allow-unix-sockets] [--private-tmp DIR] [--without-namespaces] -- CMD ARGS...`.
+//! `--without-namespaces` is never produced by [`wrap_command`]: it forces the supervision
+//! used where the kernel has no namespaces, so that tests can exercise it anywhere.
 //! Paths travel as raw `OsString`s so non-UTF-8 names survive; every path must be absolute,
 //! so that `--cwd` is only where the command starts, never what its roots are relative to.
 
@@ -96,6 +98,8 @@ pub struct LaunchRequest {
     pub parent_pid: u32,
     /// The command and its arguments; never empty.
     pub argv: Vec<OsString>,
+    /// Whether to try namespaces at all (`false` only for `--without-namespaces`).
+    pub use_namespaces: bool,
 }
 
 /// Parses the arguments that follow [`LAUNCHER_SUBCOMMAND`].
@@ -110,6 +114,7 @@ pub fn parse_launch_args(
     let mut network = false;
     let mut unix_sockets = false;
     let mut private_tmp = None;
+    let mut use_namespaces = true;
     loop {
         let Some(flag) = args.next() else {
             return Err(LaunchArgsError::NoCommand);
@@ -118,6 +123,7 @@ pub fn parse_launch_args(
             Some("--") => break,
             Some("--network") => network = true,
             Some("--allow-unix-sockets") => unix_sockets = true,
+            Some("--without-namespaces") => use_namespaces = false,
             Some("--mode") => {
                 let value = args.next().ok_or(LaunchArgsError::MissingValue("--mode"))?;
                 let parsed = value.to_str().and_then(SandboxMode::parse);
@@ -158,6 +164,7 @@ pub fn parse_launch_args(
         cwd: cwd.ok_or(LaunchArgsError::Required("--cwd"))?,
         parent_pid: parent_pid.ok_or(LaunchArgsError::Required("--parent-pid"))?,
         argv,
+        use_namespaces,
     })
 }
 
@@ -197,6 +204,7 @@ mod tests {
         assert_eq!(request.policy, policy);
         assert_eq!(request.cwd, PathBuf::from("/w"));
         assert_eq!(request.parent_pid, std::process::id());
+        assert!(request.use_namespaces);
         assert_eq!(
             request.argv,
             argv.iter().map(OsString::from).collect::<Vec<_>>()
@@ -262,6 +270,8 @@ mod tests {
         };
         assert_eq!(parse(&with(&["--"])), Err(LaunchArgsError::NoCommand));
         assert!(parse(&with(&["--", "ls"])).is_ok());
+        let forced = parse(&with(&["--without-namespaces", "--", "ls"])).expect("parse");
+        assert!(!forced.use_namespaces);
         assert_eq!(
             parse(&["--mode", "sideways", "--cwd", "/", "--", "ls"]),
             Err(LaunchArgsError::UnknownMode("sideways".into()))

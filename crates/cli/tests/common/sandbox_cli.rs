@@ -5,6 +5,7 @@
 
 #![allow(
     dead_code,
+    unused_macros,
     reason = "each escape battery uses a different part of this module"
 )]
 

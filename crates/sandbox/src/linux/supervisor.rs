@@ -42,6 +42,9 @@ pub fn run(request: LaunchRequest) -> ! {
         Ok(plan) => plan,
         Err(err) => refuse(&err),
     };
+    if !request.use_namespaces {
+        subreaper::supervise(&request, Some(&plan));
+    }
     match namespaces::enter() {
         Ok(()) => namespaced::supervise(&request, &plan),
         Err(EnterError::Unavailable) => subreaper::supervise(&request, Some(&plan)),

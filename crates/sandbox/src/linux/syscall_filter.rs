@@ -23,6 +23,10 @@ pub struct Refused {
 /// console (`TIOCLINUX`, which can also paste into it): a command with any descriptor on the
 /// user's terminal could otherwise type commands into the user's shell or into deputy's own
 /// approval prompt.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "the request constants are c_ulong on some targets and c_int on others"
+)]
 const TERMINAL_INJECTION_IOCTLS: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
 
 /// The socket types a `socketpair(AF_UNIX, …)` may have: a connected stream or seqpacket
