@@ -184,3 +184,29 @@ fn a_command_started_outside_the_workspace_still_reads_there() {
         told[0]
     );
 }
+
+#[test]
+fn a_workdir_that_holds_the_private_tmp_is_refused() {
+    require_sandbox!();
+    let server = Server::start(json!({}));
+    let outside = outside_dir();
+    // SAFETY: geteuid cannot fail.
+    let base = format!("/tmp/deputy-{}", unsafe { libc::geteuid() });
+    // From there a command could swap its session's /tmp for a link to any directory, which
+    // the next command would get as its writable /tmp.
+    let swap = format!(
+        "for d in */; do mv \"$d\" \"${{d%/}}.moved\" && ln -s {} \"${{d%/}}\"; done",
+        outside.path().display()
+    );
+    let steps = [
+        shell_command("first", "echo x > /tmp/x"),
+        shell_command_in("swap", &swap, &base),
+        shell_command("next", "echo pwned > /tmp/pwned"),
+    ];
+    let told = server.run("workspace-write", "never", &steps);
+    assert_told_success("first", &told[0]);
+    assert_eq!(exit_code(&told[1]), 125, "{}", told[1]);
+    assert!(told[1].contains("would be reachable"), "{}", told[1]);
+    assert_told_success("next", &told[2]);
+    assert!(!outside.path().join("pwned").exists());
+}

@@ -19,8 +19,12 @@ pub enum ConfineError {
     Namespaces(io::Error),
     #[error("cannot give the command a private /tmp: {0}")]
     PrivateTmp(io::Error),
-    #[error("the private /tmp {} lies inside a writable root", .0.display())]
-    PrivateTmpWritable(PathBuf),
+    #[error(
+        "the private /tmp {} would be reachable from the command (a writable root or its \
+         working directory holds it)",
+        .0.display()
+    )]
+    PrivateTmpExposed(PathBuf),
     #[error("cannot drop capabilities: {0}")]
     Capabilities(io::Error),
     #[error("cannot set no_new_privs: {0}")]
@@ -61,18 +65,6 @@ impl Plan {
     pub fn new(policy: &SandboxPolicy, cwd: &Path) -> Result<Plan, ConfineError> {
         let writable = policy.effective_writable_roots();
         let private_tmp = policy.private_tmp.clone();
-        if let Some(dir) = &private_tmp {
-            // The private /tmp is granted write through its mount; reachable by another
-            // writable path, a command could swap it for a link to any directory and have the
-            // next command's writable /tmp mounted there.
-            let real = std::fs::canonicalize(dir).map_err(ConfineError::PrivateTmp)?;
-            if writable
-                .iter()
-                .any(|root| root != Path::new("/tmp") && real.starts_with(root))
-            {
-                return Err(ConfineError::PrivateTmpWritable(real));
-            }
-        }
         let kept_under_tmp = match private_tmp {
             Some(_) => dirs_under_tmp(
                 writable
@@ -82,6 +74,21 @@ impl Plan {
             ),
             None => Vec::new(),
         };
+        if let Some(dir) = &private_tmp {
+            let real = std::fs::canonicalize(dir).map_err(ConfineError::PrivateTmp)?;
+            // The private /tmp is granted write through its mount. Were the directory holding
+            // it reachable under another name — inside a writable root, or below a directory
+            // mounted back into /tmp (writable there when /tmp is a root) — a command could
+            // swap it for a link to any directory, which the next command would then get as
+            // its writable /tmp, or write into other sessions' private /tmp.
+            let base = real.parent().unwrap_or(&real).to_path_buf();
+            let exposes = |dir: &PathBuf| {
+                dir != Path::new("/tmp") && (base.starts_with(dir) || dir.starts_with(&base))
+            };
+            if writable.iter().chain(&kept_under_tmp).any(exposes) {
+                return Err(ConfineError::PrivateTmpExposed(real));
+            }
+        }
         Ok(Plan {
             protected: policy.protected_subpaths(),
             writable,

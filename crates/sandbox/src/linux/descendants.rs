@@ -25,10 +25,7 @@ struct Process {
 pub fn kill_all_and_reap() {
     let me = std::process::id() as i32;
     loop {
-        // Killed processes may have forked between the scan and the kill: rescan each round.
-        for process in descendants(me) {
-            kill(process);
-        }
+        // Reap first: a command that left nothing behind costs no scan of /proc.
         loop {
             match waitpid(None::<Pid>, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::StillAlive) => break,
@@ -36,6 +33,10 @@ pub fn kill_all_and_reap() {
                 // ECHILD: nothing left. Anything else cannot be waited for either.
                 Err(_) => return,
             }
+        }
+        // Killed processes may have forked between the scan and the kill: rescan each round.
+        for process in descendants(me) {
+            kill(process);
         }
         wait_for_sigchld(std::time::Duration::from_millis(10));
     }
