@@ -3,6 +3,12 @@
 //! processes are still running afterwards (found by a unique marker in their argv, wherever
 //! they were re-parented), waiting a bounded time for the kernel to finish a SIGKILL.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 #[macro_use]

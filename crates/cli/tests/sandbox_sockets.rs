@@ -3,6 +3,12 @@
 //! `sandbox_workspace_write.allow_unix_sockets` (`--allow-unix-sockets`) says so, and even
 //! then not one in the real `/tmp`, which its private `/tmp` hides.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 #[macro_use]

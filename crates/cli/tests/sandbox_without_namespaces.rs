@@ -3,6 +3,12 @@
 //! their supervisor or leave processes behind. The tests build that world for real: as root,
 //! they run deputy as `nobody` inside a user namespace whose `user.max_user_namespaces` is 0.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 #[macro_use]

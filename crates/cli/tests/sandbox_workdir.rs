@@ -4,6 +4,12 @@
 //! symlink out of the workspace may read there but writes nothing outside the workspace and
 //! nothing to its `.git` — under every approval policy (`untrusted` asks before running it).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 #[macro_use]

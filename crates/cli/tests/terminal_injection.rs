@@ -4,6 +4,12 @@
 //! whatever was typed before it asked. Python drives a real pseudo-terminal, made the
 //! controlling terminal of `deputy` as a login shell's terminal would be.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
 #[path = "common/outside.rs"]
 mod outside;
 #[macro_use]
