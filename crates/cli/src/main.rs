@@ -142,6 +142,9 @@ struct SandboxArgs {
     /// Allow network access.
     #[arg(long)]
     network: bool,
+    /// Allow Unix sockets (connections to local daemons whose sockets are visible).
+    #[arg(long)]
+    allow_unix_sockets: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -202,13 +205,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             log_sandbox_support();
             deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
         }),
-        Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(
-            args.sandbox,
-            args.cwd,
-            args.writable_roots,
-            args.network,
-            args.command,
-        ),
+        Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(sandbox_cmd::SandboxRequest {
+            mode: args.sandbox,
+            cwd: args.cwd,
+            writable_roots: args.writable_roots,
+            network_access: args.network,
+            allow_unix_sockets: args.allow_unix_sockets,
+            argv: args.command,
+        }),
         Command::Sessions(SessionsCommand::List { cwd, limit }) => {
             sessions_cmd::list(&layers.deputy_home, cwd.as_deref(), limit)
         }
@@ -342,7 +346,8 @@ fn launcher() -> Option<PathBuf> {
 
 fn log_sandbox_support() {
     match deputy_sandbox::probe() {
-        Ok(support) => tracing::info!("sandbox: {support}"),
+        Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
+        Ok(support) => tracing::warn!("sandbox: {support}"),
         Err(why) => tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}"),
     }
 }

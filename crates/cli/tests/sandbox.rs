@@ -12,102 +12,66 @@
 
 #[path = "common/outside.rs"]
 mod outside;
+#[macro_use]
+#[path = "common/sandbox_cli.rs"]
+mod sandbox_cli;
 
 use outside::outside_dir;
+use sandbox_cli::*;
 use std::io::{ErrorKind, Read};
 use std::net::{TcpListener, UdpSocket};
-use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-use tempfile::TempDir;
-
-/// Returns early (with the reason printed) where the kernel cannot confine commands.
-macro_rules! require_sandbox {
-    () => {
-        if let Err(reason) = deputy_sandbox::probe() {
-            eprintln!("skipping: {reason}");
-            return;
-        }
-    };
-}
-
-/// A workspace directory, also outside `/tmp`, canonicalized so paths compare equal.
-fn workspace() -> (TempDir, PathBuf) {
-    let dir = outside_dir();
-    let path = std::fs::canonicalize(dir.path()).expect("canonicalize");
-    (dir, path)
-}
-
-fn deputy_sandbox(mode: &str, cwd: &Path, extra: &[&str], argv: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_deputy"));
-    command
-        .args(["sandbox", "-s", mode, "-C"])
-        .arg(cwd)
-        .args(extra)
-        .arg("--")
-        .args(argv)
-        .env_remove("TMPDIR")
-        .env_remove(deputy_sandbox::NETWORK_DISABLED_ENV);
-    command
-}
-
-fn run(mut command: Command) -> Output {
-    command.output().expect("run deputy sandbox")
-}
-
-fn bash(mode: &str, cwd: &Path, script: &str) -> Output {
-    run(deputy_sandbox(mode, cwd, &[], &["bash", "-c", script]))
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// The real interpreter behind `python3` (resolved outside the sandbox, so version-manager
-/// shims do not need to run inside it).
-fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let output = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("python3 is needed by the sandbox tests");
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    })
-}
-
-fn assert_refused(output: &Output, errno_text: &str) {
-    assert!(!output.status.success(), "command succeeded: {output:?}");
-    assert!(
-        stderr(output).contains(errno_text),
-        "expected {errno_text:?} in stderr: {}",
-        stderr(output)
-    );
-}
+use std::process::Command;
 
 #[test]
-fn workspace_write_allows_writes_in_cwd_and_tmp() {
-    require_sandbox!();
+fn workspace_write_allows_writes_in_cwd_and_a_private_tmp() {
+    require_namespaces!();
     let (_ws, ws) = workspace();
-    let in_tmp = tempfile::tempdir_in("/tmp").expect("tempdir in /tmp");
-    let tmp_file = in_tmp.path().join("t.txt");
+    // A file in the real /tmp, which the command must not see, and a name for one it writes
+    // in its own /tmp, which must not land in the real one.
+    let real_tmp = tempfile::tempdir_in("/tmp").expect("tempdir in /tmp");
+    let secret = real_tmp.path().join("secret.txt");
+    std::fs::write(&secret, "x").unwrap();
+    let written = format!("/tmp/{}", unique_marker("tmp-file"));
     let script = format!(
-        "echo inside > made.txt && echo tmp > {}",
-        tmp_file.display()
+        "echo inside > made.txt && echo tmp > {written} && cat {written} && \
+         if test -e {}; then echo visible; else echo hidden; fi",
+        secret.display()
     );
     let output = bash("workspace-write", &ws, &script);
     assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "tmp\nhidden\n");
     assert_eq!(
         std::fs::read_to_string(ws.join("made.txt")).unwrap(),
         "inside\n"
     );
-    assert_eq!(std::fs::read_to_string(&tmp_file).unwrap(), "tmp\n");
+    assert!(
+        !std::path::Path::new(&written).exists(),
+        "the command wrote the real /tmp"
+    );
+}
+
+#[test]
+fn a_workspace_under_tmp_stays_visible_and_writable_in_the_private_tmp() {
+    require_namespaces!();
+    let in_tmp = tempfile::tempdir_in("/tmp").expect("tempdir in /tmp");
+    let ws = std::fs::canonicalize(in_tmp.path()).unwrap();
+    std::fs::create_dir(ws.join(".git")).unwrap();
+    std::fs::write(ws.join(".git/config"), "original\n").unwrap();
+    let output = bash(
+        "workspace-write",
+        &ws,
+        "pwd && echo ok > made.txt && (echo evil >> .git/config; true)",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), ws.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("made.txt")).unwrap(),
+        "ok\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "original\n"
+    );
 }
 
 #[test]
@@ -326,31 +290,6 @@ fn udp_send_is_refused() {
     let mut buf = [0u8; 16];
     let received = receiver.recv(&mut buf).map_err(|e| e.kind());
     assert_eq!(received, Err(ErrorKind::WouldBlock));
-}
-
-#[test]
-fn unix_socket_still_works_without_network() {
-    require_sandbox!();
-    let (_ws, ws) = workspace();
-    let socket_path = ws.join("agent.sock");
-    let listener = UnixListener::bind(&socket_path).unwrap();
-    let script = format!(
-        "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.sendall(b'hello')",
-        socket_path.display()
-    );
-    let output = run(deputy_sandbox(
-        "read-only",
-        &ws,
-        &[],
-        &[python(), "-c", &script],
-    ));
-    assert!(output.status.success(), "{}", stderr(&output));
-    listener.set_nonblocking(true).unwrap();
-    let (mut stream, _) = listener.accept().expect("the connection is queued");
-    stream.set_nonblocking(false).unwrap();
-    let mut received = Vec::new();
-    stream.read_to_end(&mut received).unwrap();
-    assert_eq!(received, b"hello");
 }
 
 #[test]

@@ -16,222 +16,22 @@
 
 #[path = "common/outside.rs"]
 mod outside;
+#[macro_use]
+#[path = "common/sandbox_cli.rs"]
+mod sandbox_cli;
+#[path = "common/sandbox_server.rs"]
+mod sandbox_server;
 
 use outside::outside_dir;
+use sandbox_cli::{python, unique_marker};
+use sandbox_server::*;
 use std::io::{ErrorKind, Read};
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-use std::time::Duration;
 
-use deputy_test_support::{McpSession, MockModelServer, MockResponse, StdioClient, TestHome};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-
-/// How long a turn may take before the test gives up on it.
-const WAIT: Duration = Duration::from_secs(60);
-/// The model's last answer in every scripted turn.
-const FINAL_TEXT: &str = "done";
-/// What deputy appends to the output of a sandboxed command that failed like a denial.
-const DENIAL_NOTE: &str = "looks like a sandbox denial";
-
-/// Returns early (with the reason printed) where the kernel cannot confine commands.
-macro_rules! require_sandbox {
-    () => {
-        if let Err(reason) = deputy_sandbox::probe() {
-            eprintln!("skipping: {reason}");
-            return;
-        }
-    };
-}
-
-/// The real interpreter behind `python3`, resolved here because version-manager shims look
-/// for their versions under `$HOME`, which the server's commands see as an empty directory.
-fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let output = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("python3 is needed by the sandbox tests");
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
-    })
-}
-
-/// One model tool call: its id and the turn that makes it.
-struct Step {
-    call_id: &'static str,
-    turn: MockResponse,
-}
-
-/// A model turn calling `shell` with `argv`.
-fn shell(call_id: &'static str, argv: &[&str]) -> Step {
-    Step {
-        call_id,
-        turn: MockResponse::function_call_turn(call_id, "shell", json!({"command": argv})),
-    }
-}
-
-/// A model turn calling `shell_command` with `script` (run by `bash -lc`).
-fn shell_command(call_id: &'static str, script: &str) -> Step {
-    Step {
-        call_id,
-        turn: MockResponse::function_call_turn(
-            call_id,
-            "shell_command",
-            json!({"command": script}),
-        ),
-    }
-}
-
-/// One `deputy mcp-server` against a scripted model, with a workspace at `<base>/ws` and a
-/// `HOME`, all outside `/tmp`.
-struct Server {
-    model: MockModelServer,
-    client: StdioClient,
-    /// The parent of the workspace: a `..` away, and not writable.
-    base: TempDir,
-    /// The workspace (canonical), passed as the `codex` call's `cwd`.
-    ws: PathBuf,
-    /// The server's (and its commands') `HOME`.
-    user_home: TempDir,
-    _deputy_home: TestHome,
-}
-
-impl Server {
-    /// Starts the server; the client announces `capabilities`.
-    fn start(capabilities: Value) -> Self {
-        let base = outside_dir();
-        let ws = base.path().join("ws");
-        std::fs::create_dir(&ws).expect("create workspace");
-        let ws = ws.canonicalize().expect("canonicalize workspace");
-        let user_home = outside_dir();
-        let model = MockModelServer::start();
-        let deputy_home = TestHome::new(&model.base_url());
-        let mut command = deputy_home.command(env!("CARGO_BIN_EXE_deputy"));
-        command
-            .arg("mcp-server")
-            .env_remove("TMPDIR")
-            .env("HOME", user_home.path())
-            .current_dir(&ws);
-        let client = StdioClient::spawn(command);
-        McpSession::initialize(&client, capabilities);
-        Self {
-            model,
-            client,
-            base,
-            ws,
-            user_home,
-            _deputy_home: deputy_home,
-        }
-    }
-
-    /// Sends the `codex` call running `steps` then a final answer; returns the request id.
-    fn start_turn(&self, sandbox: &str, policy: &str, steps: &[Step]) -> i64 {
-        self.model
-            .push_all(steps.iter().map(|step| step.turn.clone()));
-        self.model.push(MockResponse::text_turn(FINAL_TEXT));
-        self.client.request(
-            "tools/call",
-            json!({"name": "codex", "arguments": {
-                "prompt": "try the sandbox",
-                "cwd": self.ws,
-                "sandbox": sandbox,
-                "approval-policy": policy,
-            }}),
-        )
-    }
-
-    /// Waits for the successful result of the `codex` call `id`.
-    fn finish_turn(&self, id: i64) {
-        let response = self
-            .client
-            .wait_response(id, WAIT)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let result = &response["result"];
-        assert_ne!(result["isError"], true, "the turn failed: {response}");
-        assert_eq!(
-            result["structuredContent"]["content"], FINAL_TEXT,
-            "{response}"
-        );
-    }
-
-    /// Runs `steps` in one turn and returns, per step, the output the model read about it in
-    /// the request right after its call.
-    fn run(&self, sandbox: &str, policy: &str, steps: &[Step]) -> Vec<String> {
-        let id = self.start_turn(sandbox, policy, steps);
-        self.finish_turn(id);
-        steps
-            .iter()
-            .enumerate()
-            .map(|(index, step)| self.told_after(index, step.call_id))
-            .collect()
-    }
-
-    /// The `function_call_output` for `call_id` in the model request following request
-    /// `index`, the one whose answer made that call.
-    fn told_after(&self, index: usize, call_id: &str) -> String {
-        let requests = self.model.requests();
-        let next = requests
-            .get(index + 1)
-            .unwrap_or_else(|| panic!("no model request followed the call {call_id}"));
-        let items = next.body["input"].as_array().cloned().unwrap_or_default();
-        items
-            .iter()
-            .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
-            .and_then(|item| item["output"].as_str())
-            .map(str::to_string)
-            .unwrap_or_else(|| {
-                panic!(
-                    "request {} carries no output for {call_id}: {}",
-                    index + 1,
-                    next.body["input"]
-                )
-            })
-    }
-
-    /// Runs `git init` in the workspace and returns the contents of `.git/config`.
-    fn git_init(&self) -> String {
-        let status = Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&self.ws)
-            .status()
-            .expect("git is needed by the sandbox tests");
-        assert!(status.success(), "git init failed");
-        std::fs::read_to_string(self.ws.join(".git/config")).expect("read .git/config")
-    }
-}
-
-/// The exit code on the first line of a command's output as the model reads it.
-fn exit_code(told: &str) -> i32 {
-    told.lines()
-        .next()
-        .and_then(|line| line.strip_prefix("Exit code: "))
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no exit code in the model's view: {told}"))
-}
-
-/// Asserts the model was told the command failed with one of `errno_texts` and that the
-/// failure looks like the sandbox (`mode`) refusing it.
-fn assert_told_denied(what: &str, told: &str, errno_texts: &[&str], mode: &str) {
-    assert_ne!(exit_code(told), 0, "{what}: the command succeeded: {told}");
-    assert!(
-        errno_texts.iter().any(|errno| told.contains(errno)),
-        "{what}: expected one of {errno_texts:?} in: {told}"
-    );
-    assert!(
-        told.contains(DENIAL_NOTE) && told.contains(&format!("sandbox_mode `{mode}`")),
-        "{what}: no sandbox denial note for {mode} in: {told}"
-    );
-}
-
-/// Asserts the model was told the command succeeded, with no denial note.
-fn assert_told_success(what: &str, told: &str) {
-    assert_eq!(exit_code(told), 0, "{what}: {told}");
-    assert!(!told.contains(DENIAL_NOTE), "{what}: {told}");
-}
 
 #[test]
 fn workspace_write_refuses_file_escapes_and_tells_the_model() {
@@ -292,7 +92,7 @@ fn workspace_write_refuses_file_escapes_and_tells_the_model() {
 }
 
 #[test]
-fn workspace_write_refuses_tcp_and_udp_but_not_unix_sockets_and_tells_the_model() {
+fn workspace_write_refuses_tcp_udp_and_unix_sockets_and_tells_the_model() {
     require_sandbox!();
     let server = Server::start(json!({}));
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -304,14 +104,13 @@ fn workspace_write_refuses_tcp_and_udp_but_not_unix_sockets_and_tells_the_model(
     let udp_script = format!(
         "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp_port}))"
     );
-    let unix_script = format!(
-        "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.sendall(b'hello')",
-        socket_path.display()
-    );
     let steps = [
         shell_command("tcp", &format!("echo hi > /dev/tcp/127.0.0.1/{tcp_port}")),
         shell("udp", &[python(), "-c", &udp_script]),
-        shell("unix", &[python(), "-c", &unix_script]),
+        shell(
+            "unix",
+            &[python(), "-c", &unix_connect_script(&socket_path)],
+        ),
     ];
     let told = server.run("workspace-write", "never", &steps);
 
@@ -333,36 +132,80 @@ fn workspace_write_refuses_tcp_and_udp_but_not_unix_sockets_and_tells_the_model(
         Err(ErrorKind::WouldBlock),
         "a datagram got through"
     );
-    assert_told_success("unix socket", &told[2]);
+    assert_told_denied("unix connect", &told[2], &denied, "workspace-write");
     unix.set_nonblocking(true).unwrap();
-    let (mut stream, _) = unix.accept().expect("the unix connection is queued");
-    stream.set_nonblocking(false).unwrap();
-    let mut received = Vec::new();
-    stream.read_to_end(&mut received).unwrap();
-    assert_eq!(received, b"hello");
+    let accepted = unix.accept().map(|_| ()).map_err(|e| e.kind());
+    assert_eq!(
+        accepted,
+        Err(ErrorKind::WouldBlock),
+        "a unix connection got through"
+    );
+}
+
+/// A Python script that connects to the Unix socket at `path` and sends `hello`.
+fn unix_connect_script(path: &Path) -> String {
+    format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); s.sendall(b'hello')",
+        path.display()
+    )
 }
 
 #[test]
-fn workspace_write_allows_writes_in_the_workspace_and_tmp() {
+fn allow_unix_sockets_lets_both_confined_modes_reach_a_visible_socket() {
     require_sandbox!();
     let server = Server::start(json!({}));
-    let in_tmp = tempfile::tempdir_in("/tmp").expect("tempdir in /tmp");
-    let tmp_file = in_tmp.path().join("t.txt");
-    let steps = [shell_command(
-        "inside",
-        &format!(
-            "echo inside > made.txt && echo tmp > {}",
-            tmp_file.display()
+    let socket_path = server.ws.join("agent.sock");
+    let unix = UnixListener::bind(&socket_path).unwrap();
+    let script = unix_connect_script(&socket_path);
+    let mut first_request = 0;
+    for mode in ["read-only", "workspace-write"] {
+        let steps = [shell("unix", &[python(), "-c", &script])];
+        let config = json!({"sandbox_workspace_write.allow_unix_sockets": true});
+        let id = server.start_turn_with(mode, "never", config, &steps);
+        server.finish_turn(id);
+        let told = server.told_from(first_request, &steps);
+        first_request += steps.len() + 1;
+        assert_told_success(mode, &told[0]);
+        unix.set_nonblocking(true).unwrap();
+        let (mut stream, _) = unix.accept().expect("the unix connection is queued");
+        stream.set_nonblocking(false).unwrap();
+        let mut received = Vec::new();
+        stream.read_to_end(&mut received).unwrap();
+        assert_eq!(received, b"hello", "{mode}");
+    }
+}
+
+#[test]
+fn workspace_write_allows_writes_in_the_workspace_and_a_private_tmp_kept_for_the_session() {
+    require_namespaces!();
+    let server = Server::start(json!({}));
+    let name = unique_marker("session-tmp");
+    let real = PathBuf::from("/tmp").join(&name);
+    let steps = [
+        shell_command(
+            "write",
+            &format!("echo inside > made.txt && echo tmp > /tmp/{name}"),
         ),
-    )];
-    let told = server.run("workspace-write", "never", &steps);
+        shell_command("read", &format!("cat /tmp/{name}")),
+    ];
+    let id = server.start_turn("workspace-write", "never", &steps);
+    server.finish_turn(id);
+    let told = server.told_from(0, &steps);
 
     assert_told_success("writes inside", &told[0]);
     assert_eq!(
         std::fs::read_to_string(server.ws.join("made.txt")).unwrap(),
         "inside\n"
     );
-    assert_eq!(std::fs::read_to_string(&tmp_file).unwrap(), "tmp\n");
+    assert_told_success("read back", &told[1]);
+    assert!(told[1].contains("tmp"), "{}", told[1]);
+    assert!(!real.exists(), "the command wrote the real /tmp");
+    // The thread's private /tmp is a 0700 directory of deputy's, outside every command's view.
+    let thread = server.thread_of(id);
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let host = PathBuf::from(format!("/tmp/deputy-{uid}/{thread}"));
+    assert_eq!(std::fs::read_to_string(host.join(&name)).unwrap(), "tmp\n");
 }
 
 #[test]

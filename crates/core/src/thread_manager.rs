@@ -12,6 +12,7 @@ use crate::client::{ModelClient, ModelError};
 use crate::config::{Config, ConfigError, ConfigLayers};
 use crate::instructions;
 use crate::rollout::{self, RolloutError, RolloutRecorder, SessionMeta, SessionSource};
+use crate::sandboxing::PrivateTmpSlot;
 use crate::thread::{Thread, ThreadStart, lock, spawn_thread};
 
 /// Why a thread could not be started.
@@ -101,6 +102,7 @@ impl ThreadManager {
         config.sandbox_launcher = self.sandbox_launcher.clone();
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = uuid::Uuid::now_v7().to_string();
+        config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
         let (history, doc_warnings) = instructions::initial_context(&config);
         // Announced with the configuration's warnings, right after `session_configured`.
         config.warnings.extend(doc_warnings);
@@ -163,6 +165,7 @@ impl ThreadManager {
         config.sandbox_launcher = self.sandbox_launcher.clone();
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = session.meta.id;
+        config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
         let configured = configured_event(&id, &config, session.history.len(), &path);
         let thread = spawn_thread(ThreadStart {
             id: id.clone(),
@@ -352,6 +355,7 @@ fn saved_layers(layers: &ConfigLayers, meta: &SessionMeta) -> ConfigLayers {
             Value::Boolean(ws.exclude_tmpdir_env_var),
         ),
         ("exclude_slash_tmp", Value::Boolean(ws.exclude_slash_tmp)),
+        ("allow_unix_sockets", Value::Boolean(ws.allow_unix_sockets)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

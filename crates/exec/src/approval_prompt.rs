@@ -48,6 +48,7 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
     }
     let mut lines = terminal_lines().lock().await;
     loop {
+        discard_earlier_input(&mut lines);
         let mut stderr = std::io::stderr();
         let _ = write!(stderr, "{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
         let _ = stderr.flush();
@@ -61,6 +62,19 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
             return (decision, None);
         }
     }
+}
+
+/// Drops whatever reached the terminal before the question is shown, so that only an answer
+/// typed after it counts: keys typed ahead, and input a command pushed into the terminal
+/// (which the sandbox refuses, but an unsandboxed command run by root could still try). Both
+/// the terminal's pending input and lines the reader thread already took are dropped. A line
+/// the thread reads from the terminal at this very moment may still slip through.
+fn discard_earlier_input(lines: &mut mpsc::UnboundedReceiver<String>) {
+    // SAFETY: tcflush only discards the pending input of the terminal on stdin.
+    unsafe {
+        libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH);
+    }
+    while lines.try_recv().is_ok() {}
 }
 
 /// Lines typed on the terminal, read by one thread for the whole process. A

@@ -1,29 +1,31 @@
 //! The argv that re-executes deputy as the launcher, and its parsing on the other side.
 //!
-//! Format: `LAUNCHER --mode MODE --cwd DIR [--writable-root DIR]... [--network] -- CMD ARGS...`.
-//! Paths travel as raw `OsString`s so non-UTF-8 names survive.
+//! Format: `LAUNCHER --mode MODE --cwd DIR --parent-pid PID [--writable-root DIR]...
+//! [--network] [--allow-unix-sockets] [--private-tmp DIR] [--without-namespaces] -- CMD ARGS...`.
+//! `--without-namespaces` is never produced by [`wrap_command`]: it forces the supervision
+//! used where the kernel has no namespaces, so that tests can exercise it anywhere.
+//! Paths travel as raw `OsString`s so non-UTF-8 names survive; every path must be absolute,
+//! so that `--cwd` is only where the command starts, never what its roots are relative to.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::policy::{SandboxMode, SandboxPolicy};
 
-/// The hidden subcommand through which deputy re-executes itself to confine a command.
+/// The hidden subcommand through which deputy re-executes itself to run a command.
 pub const LAUNCHER_SUBCOMMAND: &str = "__sandbox-exec";
 
-/// The argv that runs `argv` in `cwd` under `policy`.
+/// The argv that runs `argv` in `cwd` under `policy`, supervised by a re-execution of
+/// `launcher_exe` whose parent must be this process.
 ///
-/// For a confined policy this is `[launcher_exe, LAUNCHER_SUBCOMMAND, flags…, "--", argv…]`;
-/// for `FullAccess` it is `argv` unchanged (the caller sets the working directory itself).
+/// Every mode goes through the launcher: confined modes to be confined, `FullAccess` to be
+/// supervised (its own session, killed with everything it started when it ends or deputy dies).
 pub fn wrap_command(
     launcher_exe: &Path,
     policy: &SandboxPolicy,
     cwd: &Path,
     argv: &[String],
 ) -> Vec<OsString> {
-    if !policy.is_confined() {
-        return argv.iter().map(OsString::from).collect();
-    }
     let mut wrapped: Vec<OsString> = vec![
         launcher_exe.into(),
         LAUNCHER_SUBCOMMAND.into(),
@@ -31,13 +33,22 @@ pub fn wrap_command(
         policy.mode.as_str().into(),
         "--cwd".into(),
         cwd.into(),
+        "--parent-pid".into(),
+        std::process::id().to_string().into(),
     ];
     for root in &policy.writable_roots {
         wrapped.push("--writable-root".into());
-        wrapped.push(cwd.join(root).into());
+        wrapped.push(root.into());
     }
     if policy.network_access {
         wrapped.push("--network".into());
+    }
+    if policy.allow_unix_sockets {
+        wrapped.push("--allow-unix-sockets".into());
+    }
+    if let Some(dir) = &policy.private_tmp {
+        wrapped.push("--private-tmp".into());
+        wrapped.push(dir.into());
     }
     wrapped.push("--".into());
     wrapped.extend(argv.iter().map(OsString::from));
@@ -56,7 +67,18 @@ pub enum LaunchArgsError {
     /// `--mode` named no known mode.
     #[error("unknown sandbox mode {0:?}")]
     UnknownMode(OsString),
-    /// `--mode` or `--cwd` was not given.
+    /// `--parent-pid` was not a process id.
+    #[error("invalid parent pid {0:?}")]
+    InvalidPid(OsString),
+    /// A path flag was given a relative path.
+    #[error("launcher flag {flag} needs an absolute path, got {path:?}")]
+    RelativePath {
+        /// The flag.
+        flag: &'static str,
+        /// The path given.
+        path: PathBuf,
+    },
+    /// `--mode`, `--cwd` or `--parent-pid` was not given.
     #[error("launcher flag {0} is required")]
     Required(&'static str),
     /// Nothing after `--`.
@@ -69,10 +91,15 @@ pub enum LaunchArgsError {
 pub struct LaunchRequest {
     /// The confinement to apply.
     pub policy: SandboxPolicy,
-    /// The directory the command runs in.
+    /// The directory the command starts in (absolute); it grants nothing.
     pub cwd: PathBuf,
+    /// The process that spawned the launcher; the launcher gives up if that is no longer its
+    /// parent, and the command dies with it.
+    pub parent_pid: u32,
     /// The command and its arguments; never empty.
     pub argv: Vec<OsString>,
+    /// Whether to try namespaces at all (`false` only for `--without-namespaces`).
+    pub use_namespaces: bool,
 }
 
 /// Parses the arguments that follow [`LAUNCHER_SUBCOMMAND`].
@@ -82,8 +109,12 @@ pub fn parse_launch_args(
     let mut args = args.into_iter();
     let mut mode = None;
     let mut cwd = None;
+    let mut parent_pid = None;
     let mut roots = Vec::new();
     let mut network = false;
+    let mut unix_sockets = false;
+    let mut private_tmp = None;
+    let mut use_namespaces = true;
     loop {
         let Some(flag) = args.next() else {
             return Err(LaunchArgsError::NoCommand);
@@ -91,20 +122,29 @@ pub fn parse_launch_args(
         match flag.to_str() {
             Some("--") => break,
             Some("--network") => network = true,
+            Some("--allow-unix-sockets") => unix_sockets = true,
+            Some("--without-namespaces") => use_namespaces = false,
             Some("--mode") => {
                 let value = args.next().ok_or(LaunchArgsError::MissingValue("--mode"))?;
                 let parsed = value.to_str().and_then(SandboxMode::parse);
                 mode = Some(parsed.ok_or(LaunchArgsError::UnknownMode(value))?);
             }
-            Some("--cwd") => {
-                cwd = Some(PathBuf::from(
-                    args.next().ok_or(LaunchArgsError::MissingValue("--cwd"))?,
-                ));
+            Some("--parent-pid") => {
+                let value = args
+                    .next()
+                    .ok_or(LaunchArgsError::MissingValue("--parent-pid"))?;
+                let parsed = value.to_str().and_then(|v| v.parse::<u32>().ok());
+                parent_pid = Some(
+                    parsed
+                        .filter(|pid| *pid > 0)
+                        .ok_or(LaunchArgsError::InvalidPid(value))?,
+                );
             }
-            Some("--writable-root") => roots.push(PathBuf::from(
-                args.next()
-                    .ok_or(LaunchArgsError::MissingValue("--writable-root"))?,
-            )),
+            Some("--cwd") => cwd = Some(absolute_path("--cwd", args.next())?),
+            Some("--writable-root") => roots.push(absolute_path("--writable-root", args.next())?),
+            Some("--private-tmp") => {
+                private_tmp = Some(absolute_path("--private-tmp", args.next())?);
+            }
             _ => return Err(LaunchArgsError::UnknownFlag(flag)),
         }
     }
@@ -116,17 +156,32 @@ pub fn parse_launch_args(
         mode: mode.ok_or(LaunchArgsError::Required("--mode"))?,
         writable_roots: roots,
         network_access: network,
+        allow_unix_sockets: unix_sockets,
+        private_tmp,
     };
     Ok(LaunchRequest {
         policy,
         cwd: cwd.ok_or(LaunchArgsError::Required("--cwd"))?,
+        parent_pid: parent_pid.ok_or(LaunchArgsError::Required("--parent-pid"))?,
         argv,
+        use_namespaces,
     })
+}
+
+/// The value of a path flag, which must be absolute.
+fn absolute_path(flag: &'static str, value: Option<OsString>) -> Result<PathBuf, LaunchArgsError> {
+    let path = PathBuf::from(value.ok_or(LaunchArgsError::MissingValue(flag))?);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(LaunchArgsError::RelativePath { flag, path })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::TmpRoots;
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
@@ -138,6 +193,8 @@ mod tests {
             mode: SandboxMode::WorkspaceWrite,
             writable_roots: vec!["/w".into(), "/tmp".into()],
             network_access: true,
+            allow_unix_sockets: true,
+            private_tmp: Some("/home/u/.deputy/tmp/t1".into()),
         };
         let argv = strings(&["bash", "-c", "echo -- --mode"]);
         let wrapped = wrap_command(Path::new("/bin/deputy"), &policy, Path::new("/w"), &argv);
@@ -146,6 +203,8 @@ mod tests {
         let request = parse_launch_args(wrapped.into_iter().skip(2)).expect("parse");
         assert_eq!(request.policy, policy);
         assert_eq!(request.cwd, PathBuf::from("/w"));
+        assert_eq!(request.parent_pid, std::process::id());
+        assert!(request.use_namespaces);
         assert_eq!(
             request.argv,
             argv.iter().map(OsString::from).collect::<Vec<_>>()
@@ -162,12 +221,13 @@ mod tests {
             &strings(&["ls"]),
         );
         assert!(!wrapped.contains(&OsString::from("--network")));
+        assert!(!wrapped.contains(&OsString::from("--allow-unix-sockets")));
         let request = parse_launch_args(wrapped.into_iter().skip(2)).expect("parse");
         assert_eq!(request.policy, policy);
     }
 
     #[test]
-    fn full_access_is_the_bare_command() {
+    fn full_access_is_supervised_by_the_launcher_too() {
         let argv = strings(&["rm", "-rf", "build"]);
         let wrapped = wrap_command(
             Path::new("deputy"),
@@ -175,45 +235,87 @@ mod tests {
             Path::new("/x"),
             &argv,
         );
-        assert_eq!(wrapped, argv.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(wrapped[1], OsString::from(LAUNCHER_SUBCOMMAND));
+        let request = parse_launch_args(wrapped.into_iter().skip(2)).expect("parse");
+        assert_eq!(request.policy, SandboxPolicy::full_access());
+        assert_eq!(
+            request.argv,
+            argv.iter().map(OsString::from).collect::<Vec<_>>()
+        );
     }
 
     #[test]
-    fn relative_writable_roots_are_made_absolute_against_cwd() {
-        let mut policy = SandboxPolicy::read_only();
-        policy.mode = SandboxMode::WorkspaceWrite;
-        policy.writable_roots = vec!["out".into()];
-        let wrapped = wrap_command(
-            Path::new("d"),
-            &policy,
+    fn roots_stay_those_of_the_policy_whatever_the_cwd() {
+        let policy = SandboxPolicy::workspace_write(
             Path::new("/proj"),
-            &strings(&["true"]),
+            ["out".into()],
+            false,
+            TmpRoots::NONE,
         );
+        let wrapped = wrap_command(Path::new("d"), &policy, Path::new("/"), &strings(&["true"]));
         let request = parse_launch_args(wrapped.into_iter().skip(2)).expect("parse");
+        assert_eq!(request.cwd, PathBuf::from("/"));
         assert_eq!(
             request.policy.writable_roots,
-            vec![PathBuf::from("/proj/out")]
+            vec![PathBuf::from("/proj"), PathBuf::from("/proj/out")]
         );
     }
 
     #[test]
     fn bad_launcher_arguments_are_reported_not_run() {
         let parse = |items: &[&str]| parse_launch_args(items.iter().map(OsString::from));
-        assert_eq!(
-            parse(&["--mode", "read-only", "--cwd", "/", "--"]),
-            Err(LaunchArgsError::NoCommand)
-        );
+        let ok = ["--mode", "read-only", "--cwd", "/", "--parent-pid", "1"];
+        let with = |extra: &[&'static str]| -> Vec<&'static str> {
+            ok.iter().copied().chain(extra.iter().copied()).collect()
+        };
+        assert_eq!(parse(&with(&["--"])), Err(LaunchArgsError::NoCommand));
+        assert!(parse(&with(&["--", "ls"])).is_ok());
+        let forced = parse(&with(&["--without-namespaces", "--", "ls"])).expect("parse");
+        assert!(!forced.use_namespaces);
         assert_eq!(
             parse(&["--mode", "sideways", "--cwd", "/", "--", "ls"]),
             Err(LaunchArgsError::UnknownMode("sideways".into()))
         );
         assert_eq!(
-            parse(&["--cwd", "/", "--", "ls"]),
+            parse(&["--cwd", "/", "--parent-pid", "1", "--", "ls"]),
             Err(LaunchArgsError::Required("--mode"))
         );
         assert_eq!(
-            parse(&["--mode", "read-only", "--", "ls"]),
+            parse(&["--mode", "read-only", "--parent-pid", "1", "--", "ls"]),
             Err(LaunchArgsError::Required("--cwd"))
+        );
+        assert_eq!(
+            parse(&["--mode", "read-only", "--cwd", "/", "--", "ls"]),
+            Err(LaunchArgsError::Required("--parent-pid"))
+        );
+        assert_eq!(
+            parse(&["--parent-pid", "0"]),
+            Err(LaunchArgsError::InvalidPid("0".into()))
+        );
+        assert_eq!(
+            parse(&["--parent-pid", "-3"]),
+            Err(LaunchArgsError::InvalidPid("-3".into()))
+        );
+        assert_eq!(
+            parse(&with(&["--writable-root", "rel", "--", "ls"])),
+            Err(LaunchArgsError::RelativePath {
+                flag: "--writable-root",
+                path: "rel".into()
+            })
+        );
+        assert_eq!(
+            parse(&["--cwd", "."]),
+            Err(LaunchArgsError::RelativePath {
+                flag: "--cwd",
+                path: ".".into()
+            })
+        );
+        assert_eq!(
+            parse(&with(&["--private-tmp", "t", "--", "ls"])),
+            Err(LaunchArgsError::RelativePath {
+                flag: "--private-tmp",
+                path: "t".into()
+            })
         );
         assert_eq!(
             parse(&["--frobnicate"]),

@@ -1,19 +1,23 @@
-//! Run a command confined by the Linux kernel: Landlock for files, seccomp for network.
+//! Run a command supervised, and in the confined modes confined, by the Linux kernel:
+//! Landlock for files, seccomp for sockets and terminals, namespaces for processes and mounts.
 //!
 //! The crate knows nothing of who asks: given a [`SandboxPolicy`], a working directory and an
-//! argv, [`wrap_command`] returns the argv that runs the command confined. That argv
-//! re-executes the calling binary through the hidden [`LAUNCHER_SUBCOMMAND`], whose `main`
-//! hands control to [`launcher_main`] before starting any thread. The launcher, a fresh
-//! single-threaded process, makes `.git` read-only, drops capabilities, sets `no_new_privs`,
-//! applies the Landlock ruleset and the seccomp filter, then execs the command, which cannot
-//! undo any of it. When any step fails the command is not run
-//! ([`SANDBOX_UNAVAILABLE_EXIT_CODE`]).
+//! argv, [`wrap_command`] returns the argv that runs the command. That argv re-executes the
+//! calling binary through the hidden [`LAUNCHER_SUBCOMMAND`], whose `main` hands control to
+//! [`launcher_main`] before starting any thread. The launcher, a fresh single-threaded
+//! process, dies with its parent, runs the command in a session of its own, and makes sure
+//! nothing the command started outlives it. In the confined modes it also gives the command
+//! its own mount and PID namespaces where the kernel allows (a private `/tmp`, a read-only
+//! `.git`), drops capabilities, sets `no_new_privs` and applies the Landlock ruleset and the
+//! seccomp filter, none of which the command can undo. When any step fails the command is not
+//! run ([`SANDBOX_UNAVAILABLE_EXIT_CODE`]).
 
 mod denial;
 mod launch_args;
 #[cfg(target_os = "linux")]
 mod linux;
 mod policy;
+mod private_tmp;
 mod support;
 
 use std::ffi::OsString;
@@ -22,13 +26,15 @@ pub use denial::{SANDBOX_UNAVAILABLE_EXIT_CODE, looks_like_sandbox_denial};
 pub use launch_args::{
     LAUNCHER_SUBCOMMAND, LaunchArgsError, LaunchRequest, parse_launch_args, wrap_command,
 };
-pub use policy::{SandboxMode, SandboxPolicy};
+pub use policy::{SandboxMode, SandboxPolicy, TmpRoots};
+pub use private_tmp::{PrivateTmp, PrivateTmpError};
 pub use support::{SandboxSupport, SandboxUnavailable};
 
 /// Set to `1` in the environment of a confined command that has no network.
 pub const NETWORK_DISABLED_ENV: &str = "DEPUTY_SANDBOX_NETWORK_DISABLED";
 
-/// Whether this kernel can confine commands, and with which Landlock ABI (checked once).
+/// Whether this kernel can confine commands, with which Landlock ABI and whether with
+/// namespaces (checked once per process).
 pub fn probe() -> Result<SandboxSupport, SandboxUnavailable> {
     #[cfg(target_os = "linux")]
     {
@@ -42,8 +48,8 @@ pub fn probe() -> Result<SandboxSupport, SandboxUnavailable> {
 
 /// Runs the launcher: `args` are the arguments after [`LAUNCHER_SUBCOMMAND`].
 ///
-/// Call it first thing in `main`, before any thread exists. It confines this process and
-/// execs the command, or prints `deputy sandbox: <reason>` and exits with
+/// Call it first thing in `main`, before any thread exists. It supervises (and confines)
+/// the command and exits with its status, or prints `deputy sandbox: <reason>` and exits with
 /// [`SANDBOX_UNAVAILABLE_EXIT_CODE`] without running it.
 pub fn launcher_main(args: impl Iterator<Item = OsString>) -> ! {
     #[cfg(target_os = "linux")]

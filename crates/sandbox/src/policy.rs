@@ -41,43 +41,77 @@ impl std::fmt::Display for SandboxMode {
     }
 }
 
-/// The confinement applied to one command: a mode, where it may write, whether it may use the network.
+/// The confinement applied to one command: a mode, where it may write, which sockets it may open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
     /// How much the command may change.
     pub mode: SandboxMode,
-    /// Directories the command may write beneath (only meaningful for `WorkspaceWrite`).
+    /// Absolute directories the command may write beneath (only meaningful for `WorkspaceWrite`).
     pub writable_roots: Vec<PathBuf>,
     /// Whether the command may open network sockets (ignored for `FullAccess`, which always may).
     pub network_access: bool,
+    /// Whether the command may create Unix sockets, through which it could drive any local
+    /// daemon whose pathname socket it can reach (ignored for `FullAccess`).
+    pub allow_unix_sockets: bool,
+    /// A host directory to mount over `/tmp` for the command, where namespaces allow it, so
+    /// that it neither sees nor reaches what others keep in the real `/tmp` (sockets above all).
+    pub private_tmp: Option<PathBuf>,
+}
+
+/// Which temporary directories `workspace-write` adds to the writable roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TmpRoots {
+    /// `/tmp`.
+    pub slash_tmp: bool,
+    /// `$TMPDIR`, when set.
+    pub tmpdir_env_var: bool,
+}
+
+impl TmpRoots {
+    /// Both `/tmp` and `$TMPDIR`.
+    pub const BOTH: TmpRoots = TmpRoots {
+        slash_tmp: true,
+        tmpdir_env_var: true,
+    };
+    /// Neither.
+    pub const NONE: TmpRoots = TmpRoots {
+        slash_tmp: false,
+        tmpdir_env_var: false,
+    };
 }
 
 impl SandboxPolicy {
-    /// Read everywhere, write nowhere, no network.
+    /// Read everywhere, write nowhere, no network, no Unix sockets.
     pub fn read_only() -> Self {
         SandboxPolicy {
             mode: SandboxMode::ReadOnly,
             writable_roots: Vec::new(),
             network_access: false,
+            allow_unix_sockets: false,
+            private_tmp: None,
         }
     }
 
-    /// Write beneath `cwd`, `extra_roots` and (when `include_tmp`) `/tmp` and `$TMPDIR`.
+    /// Write beneath `cwd`, `extra_roots` and the temporary directories `tmp` names.
     ///
-    /// Relative extra roots are taken relative to `cwd`; duplicates are dropped.
+    /// `cwd` is the session's working directory and must be absolute: relative extra roots
+    /// and a relative `$TMPDIR` are taken relative to it, so every root is absolute from here
+    /// on, whatever directory a command later runs in. Duplicates are dropped.
     pub fn workspace_write(
         cwd: &Path,
         extra_roots: impl IntoIterator<Item = PathBuf>,
         network_access: bool,
-        include_tmp: bool,
+        tmp: TmpRoots,
     ) -> Self {
         let mut roots = vec![cwd.to_path_buf()];
         roots.extend(extra_roots.into_iter().map(|root| cwd.join(root)));
-        if include_tmp {
+        if tmp.slash_tmp {
             roots.push(PathBuf::from("/tmp"));
-            if let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|dir| !dir.is_empty()) {
-                roots.push(cwd.join(tmpdir));
-            }
+        }
+        if tmp.tmpdir_env_var
+            && let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|dir| !dir.is_empty())
+        {
+            roots.push(cwd.join(tmpdir));
         }
         let mut unique: Vec<PathBuf> = Vec::with_capacity(roots.len());
         for root in roots {
@@ -89,21 +123,37 @@ impl SandboxPolicy {
             mode: SandboxMode::WorkspaceWrite,
             writable_roots: unique,
             network_access,
+            allow_unix_sockets: false,
+            private_tmp: None,
         }
     }
 
-    /// No confinement: the command runs as deputy itself would.
+    /// No confinement: the command runs as deputy itself would (still supervised).
     pub fn full_access() -> Self {
         SandboxPolicy {
             mode: SandboxMode::FullAccess,
             writable_roots: Vec::new(),
             network_access: true,
+            allow_unix_sockets: true,
+            private_tmp: None,
         }
     }
 
     /// The same policy with network access switched on or off.
     pub fn with_network_access(mut self, network_access: bool) -> Self {
         self.network_access = network_access;
+        self
+    }
+
+    /// The same policy with Unix sockets allowed or refused.
+    pub fn with_unix_sockets(mut self, allow_unix_sockets: bool) -> Self {
+        self.allow_unix_sockets = allow_unix_sockets;
+        self
+    }
+
+    /// The same policy with `dir` (absolute) mounted over `/tmp` where namespaces allow it.
+    pub fn with_private_tmp(mut self, dir: Option<PathBuf>) -> Self {
+        self.private_tmp = dir;
         self
     }
 
@@ -115,6 +165,11 @@ impl SandboxPolicy {
     /// Whether network sockets are refused to the command.
     pub fn network_disabled(&self) -> bool {
         self.is_confined() && !self.network_access
+    }
+
+    /// Whether Unix sockets are refused to the command.
+    pub fn unix_sockets_disabled(&self) -> bool {
+        self.is_confined() && !self.allow_unix_sockets
     }
 
     /// The writable roots the command may really write beneath: none unless `WorkspaceWrite`,
@@ -212,7 +267,7 @@ mod tests {
             cwd,
             [PathBuf::from("/opt/cache"), PathBuf::from("rel")],
             false,
-            true,
+            TmpRoots::BOTH,
         );
         assert_eq!(policy.mode, SandboxMode::WorkspaceWrite);
         assert_eq!(policy.writable_roots[0], cwd);
@@ -231,10 +286,37 @@ mod tests {
 
     #[test]
     fn workspace_write_without_tmp_has_only_cwd_and_extras() {
-        let policy =
-            SandboxPolicy::workspace_write(Path::new("/w"), [PathBuf::from("/w")], true, false);
+        let policy = SandboxPolicy::workspace_write(
+            Path::new("/w"),
+            [PathBuf::from("/w")],
+            true,
+            TmpRoots::NONE,
+        );
         assert_eq!(policy.writable_roots, vec![PathBuf::from("/w")]);
         assert!(!policy.network_disabled());
+    }
+
+    #[test]
+    fn slash_tmp_and_tmpdir_are_chosen_independently() {
+        let only_slash_tmp = TmpRoots {
+            slash_tmp: true,
+            tmpdir_env_var: false,
+        };
+        let policy = SandboxPolicy::workspace_write(Path::new("/w"), [], false, only_slash_tmp);
+        assert_eq!(
+            policy.writable_roots,
+            vec![PathBuf::from("/w"), PathBuf::from("/tmp")]
+        );
+        let only_tmpdir = TmpRoots {
+            slash_tmp: false,
+            tmpdir_env_var: true,
+        };
+        let policy = SandboxPolicy::workspace_write(Path::new("/w"), [], false, only_tmpdir);
+        let tmpdir = std::env::var_os("TMPDIR").filter(|d| !d.is_empty());
+        let expected: Vec<PathBuf> = std::iter::once(PathBuf::from("/w"))
+            .chain(tmpdir.map(|d| Path::new("/w").join(d)))
+            .collect();
+        assert_eq!(policy.writable_roots, expected);
     }
 
     #[test]
@@ -243,16 +325,28 @@ mod tests {
         assert!(read_only.is_confined());
         assert!(read_only.network_disabled());
         assert!(read_only.effective_writable_roots().is_empty());
+        assert!(read_only.unix_sockets_disabled());
+        assert!(
+            !read_only
+                .clone()
+                .with_unix_sockets(true)
+                .unix_sockets_disabled()
+        );
         let full = SandboxPolicy::full_access();
         assert!(!full.is_confined());
         assert!(!full.network_disabled());
+        assert!(!full.unix_sockets_disabled());
     }
 
     #[test]
     fn missing_roots_are_dropped_and_existing_ones_canonicalized() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let policy =
-            SandboxPolicy::workspace_write(dir.path(), [dir.path().join("missing")], false, false);
+        let policy = SandboxPolicy::workspace_write(
+            dir.path(),
+            [dir.path().join("missing")],
+            false,
+            TmpRoots::NONE,
+        );
         assert_eq!(policy.effective_writable_roots(), vec![real(dir.path())]);
     }
 
@@ -260,7 +354,7 @@ mod tests {
     fn git_directory_of_each_root_is_protected() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::create_dir(dir.path().join(".git")).expect("mkdir .git");
-        let policy = SandboxPolicy::workspace_write(dir.path(), [], false, false);
+        let policy = SandboxPolicy::workspace_write(dir.path(), [], false, TmpRoots::NONE);
         assert_eq!(
             policy.protected_subpaths(),
             vec![real(dir.path()).join(".git")]
@@ -270,7 +364,7 @@ mod tests {
     #[test]
     fn root_without_git_has_nothing_protected() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let policy = SandboxPolicy::workspace_write(dir.path(), [], false, false);
+        let policy = SandboxPolicy::workspace_write(dir.path(), [], false, TmpRoots::NONE);
         assert!(policy.protected_subpaths().is_empty());
     }
 
@@ -285,7 +379,8 @@ mod tests {
         fs::create_dir(&worktree).expect("mkdir worktree");
         fs::write(worktree.join(".git"), "gitdir: ../main/.git/worktrees/wt\n").expect("write");
 
-        let policy = SandboxPolicy::workspace_write(&worktree, [dir.path().into()], false, false);
+        let policy =
+            SandboxPolicy::workspace_write(&worktree, [dir.path().into()], false, TmpRoots::NONE);
         let protected = policy.protected_subpaths();
         assert!(protected.contains(&real(&worktree).join(".git")));
         // The common dir contains the worktree's gitdir, so it alone covers both.
@@ -304,7 +399,7 @@ mod tests {
             format!("gitdir: {}\n", gitdir.display()),
         )
         .expect("write .git");
-        let policy = SandboxPolicy::workspace_write(worktree.path(), [], false, false);
+        let policy = SandboxPolicy::workspace_write(worktree.path(), [], false, TmpRoots::NONE);
         assert_eq!(
             policy.protected_subpaths(),
             vec![real(worktree.path()).join(".git")]

@@ -80,6 +80,10 @@ pub struct SandboxWorkspaceWrite {
     /// Leave `/tmp` read-only.
     #[serde(default)]
     pub exclude_slash_tmp: bool,
+    /// Let confined commands (read-only and workspace-write) create Unix sockets, and so
+    /// connect to local daemons (ssh-agent, docker, D-Bus, tmux) whose sockets they can see.
+    #[serde(default)]
+    pub allow_unix_sockets: bool,
 }
 
 /// The shape of config.toml (and of every merged layer).
@@ -188,6 +192,8 @@ pub struct Config {
     /// The executable that confines commands (deputy itself); `None` means
     /// sandboxed commands cannot run (fail closed).
     pub sandbox_launcher: Option<PathBuf>,
+    /// The thread's private `/tmp` for confined commands (set when the thread starts).
+    pub(crate) sandbox_private_tmp: Option<std::sync::Arc<crate::sandboxing::PrivateTmpSlot>>,
     /// Problems that did not stop loading (unknown keys…), for the user to see.
     pub warnings: Vec<String>,
 }
@@ -413,6 +419,7 @@ impl ConfigLayers {
                 .map_or(DEFAULT_THREAD_IDLE_UNLOAD, Duration::from_secs),
             profile,
             sandbox_launcher: None,
+            sandbox_private_tmp: None,
             warnings: Vec::new(),
         })
     }

@@ -1,5 +1,14 @@
-//! Running one command as a real process: its own process group, streamed
-//! output, a capped capture, a timeout that kills the whole group.
+//! Running one command as a real process: its own session, streamed output, a capped
+//! capture, a timeout that stops the whole group.
+//!
+//! The command is normally deputy's launcher supervising the real one (see `deputy-sandbox`):
+//! stopping it means SIGTERM to its group first, which lets a supervisor without a PID
+//! namespace kill the tree it adopted, then SIGKILL after a grace period.
+//!
+//! [`run_command`] must run on a thread that lives as long as deputy (the main thread, or a
+//! tokio worker of a multi-thread runtime), never in `spawn_blocking` or after
+//! `block_in_place`: the launcher dies when the thread that spawned it exits (its
+//! parent-death signal follows that thread), and blocking-pool threads exit when idle.
 
 mod capture;
 mod format;
@@ -26,6 +35,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
 /// How long output still arriving after the command exited is awaited.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// How long a stopped command's group gets after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// One command to run.
 #[derive(Debug, Clone)]
@@ -34,7 +45,7 @@ pub struct ExecRequest {
     pub argv: Vec<String>,
     /// Working directory.
     pub cwd: PathBuf,
-    /// Kill the process group after this long.
+    /// Stop the process group after this long.
     pub timeout: Duration,
     /// The command's whole environment (nothing else is inherited from deputy).
     pub env: Vec<(String, String)>,
@@ -85,14 +96,65 @@ pub enum ExecError {
     SandboxUnavailable(String),
 }
 
-/// Kills a whole process group when dropped, so an abandoned command
-/// (cancelled turn, dropped future) leaves nothing running.
+/// The command's process group (its session's only group when it starts). Dropped while
+/// armed (cancelled turn, dropped future), it stops the group: SIGTERM now, SIGKILL after
+/// [`STOP_GRACE`] from a detached thread, so that an abandoned command leaves nothing running.
 struct ProcessGroupGuard(Option<i32>);
 
 impl ProcessGroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
+    fn signal(&self, signal: libc::c_int) {
+        if let Some(pgid) = self.0 {
             // SAFETY: killpg only sends a signal; pgid is the child's own group.
+            unsafe {
+                libc::killpg(pgid, signal);
+            }
+        }
+    }
+
+    /// SIGKILLs the group and disarms the guard.
+    fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        self.0 = None;
+    }
+
+    /// SIGTERMs the group, waits up to [`STOP_GRACE`] for the leader, then SIGKILLs the group.
+    async fn stop(
+        &mut self,
+        child: &mut tokio::process::Child,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        self.signal(libc::SIGTERM);
+        let status = match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                self.signal(libc::SIGKILL);
+                child.wait().await
+            }
+        };
+        self.kill();
+        status
+    }
+}
+
+impl Drop for ProcessGroupGuard {
+    fn drop(&mut self) {
+        let Some(pgid) = self.0.take() else {
+            return;
+        };
+        // SAFETY: killpg only sends a signal; pgid is the child's own group.
+        unsafe {
+            libc::killpg(pgid, libc::SIGTERM);
+        }
+        let backstop = std::thread::Builder::new()
+            .name("deputy-stop-command".into())
+            .spawn(move || {
+                std::thread::sleep(STOP_GRACE);
+                // SAFETY: as above; ESRCH once the group is gone.
+                unsafe {
+                    libc::killpg(pgid, libc::SIGKILL);
+                }
+            });
+        if backstop.is_err() {
+            // SAFETY: as above.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
             }
@@ -100,14 +162,8 @@ impl ProcessGroupGuard {
     }
 }
 
-impl Drop for ProcessGroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Runs `req`, calling `on_output` with each chunk (up to [`DELTA_CAP_BYTES`]).
-/// Cancelling `cancel` kills the process group and returns [`ExecError::Cancelled`].
+/// Cancelling `cancel` stops the process group and returns [`ExecError::Cancelled`].
 pub async fn run_command(
     req: &ExecRequest,
     cancel: &CancellationToken,
@@ -126,8 +182,21 @@ pub async fn run_command(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        // Stopping goes through the group guard: SIGTERM first, so a supervisor can clean up.
+        .kill_on_drop(false);
+    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
+    // which is async-signal-safe.
+    unsafe {
+        // A session of its own: no controlling terminal (nothing it runs can reach the user's
+        // terminal through /dev/tty or be stopped by its job control), and a process group
+        // whose id is its pid, for the guard.
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let start = Instant::now();
     let mut child = command.spawn().map_err(|source| ExecError::Spawn {
         program: program.clone(),
@@ -176,14 +245,12 @@ pub async fn run_command(
             }
             () = &mut deadline, if status.is_none() => {
                 timed_out = true;
-                group.kill();
-                status = Some(child.wait().await?);
+                status = Some(group.stop(&mut child).await?);
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
             }
             () = drain_sleep => break,
             () = cancel.cancelled() => {
-                group.kill();
-                let _ = child.wait().await;
+                let _ = group.stop(&mut child).await;
                 return Err(ExecError::Cancelled);
             }
         }

@@ -155,3 +155,83 @@ async fn missing_working_directory_is_named_not_blamed_on_the_program() {
     assert!(matches!(err, ExecError::MissingWorkdir(_)), "{err}");
     assert!(err.to_string().contains("deputy-no-such-dir-for-this-test"));
 }
+
+#[tokio::test]
+async fn runs_in_a_session_of_its_own() {
+    // Field 6 of /proc/<pid>/stat is the session id: the shell leads its own session.
+    let out = run_command(
+        &request(
+            "set -- $(sed 's/.*) //' /proc/$$/stat); test \"$4\" = \"$$\" && echo leader",
+            Duration::from_secs(5),
+        ),
+        &CancellationToken::new(),
+        |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.stdout.to_text(), "leader\n");
+}
+
+#[tokio::test]
+async fn a_command_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let started = std::time::Instant::now();
+    let out = run_command(
+        &request(
+            "trap '' TERM; echo armed; sleep 30",
+            Duration::from_millis(300),
+        ),
+        &CancellationToken::new(),
+        |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert!(out.timed_out);
+    assert_eq!(out.stdout.to_text(), "armed\n");
+    let took = started.elapsed();
+    assert!(
+        took >= STOP_GRACE,
+        "stopped before the grace period: {took:?}"
+    );
+    assert!(took < STOP_GRACE + Duration::from_secs(5), "took {took:?}");
+}
+
+#[tokio::test]
+async fn dropping_the_future_stops_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("shell.pid");
+    let script = format!("echo $$ > {}; echo go; sleep 30", pidfile.display());
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let mut started_tx = Some(started_tx);
+    let task = tokio::spawn(async move {
+        let _ = run_command(
+            &request(&script, Duration::from_secs(60)),
+            &CancellationToken::new(),
+            |_, _| {
+                if let Some(tx) = started_tx.take() {
+                    let _ = tx.send(());
+                }
+            },
+        )
+        .await;
+    });
+    tokio::time::timeout(Duration::from_secs(10), started_rx)
+        .await
+        .expect("the command started")
+        .unwrap();
+    task.abort();
+    let _ = task.await;
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let running = || {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        pid_alive(pid) && !state.contains(") Z") && !state.contains(") X")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!running(), "the command survived its dropped future");
+}

@@ -199,7 +199,7 @@ async fn execute(
     let argv = if sandboxed {
         sandboxing::confine(config, &req.cwd, &req.argv)
     } else {
-        Ok(req.argv.clone())
+        Ok(sandboxing::unconfined(config, &req.cwd, &req.argv))
     };
     let result = match argv {
         Ok(argv) => {

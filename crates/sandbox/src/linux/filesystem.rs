@@ -8,7 +8,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-use super::ConfineError;
+use super::confine::ConfineError;
 
 /// The newest ABI whose rights this ruleset was written and tested against; newer kernels
 /// still get exactly these rights, older ones the subset they know (best effort).
@@ -27,7 +27,7 @@ fn device_write() -> BitFlags<AccessFs> {
     (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate) & handled_fs()
 }
 
-/// The terminals this process was handed as stdin/stdout/stderr.
+/// The terminals this process was handed as stdin/stdout/stderr (not `/dev/tty`).
 ///
 /// Reopening them (`/dev/stdout`, `tee /dev/stderr`) is an open of the tty path, so it needs a
 /// rule; pipes and sockets need none, being outside every filesystem hierarchy.
@@ -37,7 +37,8 @@ pub fn stdio_terminals() -> Vec<PathBuf> {
         let Ok(target) = fs::read_link(format!("/proc/self/fd/{fd}")) else {
             continue;
         };
-        let is_tty = target.starts_with("/dev/pts/") || target.starts_with("/dev/tty");
+        let is_tty = target.starts_with("/dev/pts/")
+            || (target.starts_with("/dev/tty") && target != Path::new("/dev/tty"));
         if is_tty && !terminals.contains(&target) {
             terminals.push(target);
         }
@@ -45,32 +46,48 @@ pub fn stdio_terminals() -> Vec<PathBuf> {
     terminals
 }
 
+/// What the Landlock ruleset allows and scopes.
+pub struct Rules<'a> {
+    /// Directories writable beneath (canonical).
+    pub writable_roots: &'a [PathBuf],
+    /// Paths beneath them that stay read-only.
+    pub protected: &'a [PathBuf],
+    /// Terminals from stdio, which may be reopened for writing.
+    pub terminals: &'a [PathBuf],
+    /// Whether abstract Unix sockets outside the sandbox are out of reach.
+    pub sockets_scoped: bool,
+    /// Whether TCP bind/connect are refused.
+    pub network_disabled: bool,
+}
+
 /// Applies the ruleset to this process; fails unless the kernel enforces at least part of it.
-pub fn restrict(
-    writable_roots: &[PathBuf],
-    protected: &[PathBuf],
-    terminals: &[PathBuf],
-    network_disabled: bool,
-) -> Result<(), ConfineError> {
+pub fn restrict(rules: &Rules<'_>) -> Result<(), ConfineError> {
     let mut ruleset = Ruleset::default().handle_access(handled_fs())?;
-    if network_disabled {
-        // Best effort: ABI 4 adds TCP bind/connect, ABI 6 abstract-socket scoping; seccomp
-        // remains the primary network barrier on older kernels.
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(TARGET_ABI))?
-            .scope(Scope::AbstractUnixSocket)?;
+    // Best effort (ABI 6): no signals to processes outside this sandbox, so a command cannot
+    // kill its supervisor or deputy even where it shares their PID namespace.
+    ruleset = ruleset.scope(Scope::Signal)?;
+    if rules.network_disabled {
+        // Best effort: ABI 4 adds TCP bind/connect; seccomp remains the primary network
+        // barrier on older kernels.
+        ruleset = ruleset.handle_access(AccessNet::from_all(TARGET_ABI))?;
+    }
+    if rules.sockets_scoped {
+        // Best effort (ABI 6): no connecting to abstract Unix sockets bound outside.
+        ruleset = ruleset.scope(Scope::AbstractUnixSocket)?;
     }
     let mut created = ruleset.create()?.add_rule(PathBeneath::new(
         PathFd::new("/")?,
         AccessFs::from_read(TARGET_ABI),
     ))?;
-    let devices = ["/dev/null", "/dev/tty"].map(PathBuf::from);
-    for device in devices.iter().chain(terminals) {
+    // `/dev/tty` is deliberately absent: the command runs without a controlling terminal, and
+    // only the stdio terminals it was handed are its to write.
+    let devices = [PathBuf::from("/dev/null")];
+    for device in devices.iter().chain(rules.terminals) {
         created = add_if_present(created, device, device_write())?;
     }
     let mut grants: Vec<PathBuf> = Vec::new();
-    for root in writable_roots {
-        grant_except(root, protected, &mut grants);
+    for root in rules.writable_roots {
+        grant_except(root, rules.protected, &mut grants);
     }
     for path in &grants {
         created = add_if_present(created, path, handled_fs())?;

@@ -1,15 +1,63 @@
-//! The seccomp filter: no debugging of other processes, no io_uring, and (when the network is
-//! off) no sockets but Unix ones.
+//! The seccomp filters: for confined commands, no debugging of other processes, no io_uring,
+//! no typing into terminals, and (per policy) no network or Unix sockets; for unconfined ones,
+//! only no typing into terminals.
 
 use std::collections::BTreeMap;
+use std::io;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch, sock_filter,
 };
 
-/// Builds the filter for this architecture; refused calls fail with `EPERM`.
-pub fn build(network_disabled: bool) -> Result<BpfProgram, seccompiler::Error> {
+/// What the confined filter refuses beyond its fixed list.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused {
+    /// Sockets of every family but `AF_UNIX`.
+    pub network: bool,
+    /// `AF_UNIX` sockets, and socket pairs that could send to a named socket.
+    pub unix_sockets: bool,
+}
+
+/// `ioctl` requests that push bytes into a terminal's input (`TIOCSTI`) or act on a virtual
+/// console (`TIOCLINUX`, which can also paste into it): a command with any descriptor on the
+/// user's terminal could otherwise type commands into the user's shell or into deputy's own
+/// approval prompt.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "the request constants are c_ulong on some targets and c_int on others"
+)]
+const TERMINAL_INJECTION_IOCTLS: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+
+/// The socket types a `socketpair(AF_UNIX, …)` may have: a connected stream or seqpacket
+/// socket cannot be redirected to another address (`connect` and `sendto` with an address
+/// fail with `EISCONN`), while a datagram one can `sendmsg` to any named socket.
+const CONNECTED_ONLY_SOCKET_TYPES: [u64; 2] =
+    [libc::SOCK_STREAM as u64, libc::SOCK_SEQPACKET as u64];
+
+/// The kernel's mask for the type part of a socket type argument (the rest are flags such as
+/// `SOCK_CLOEXEC`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, seccompiler::Error> {
+    // Dword: the kernel reads these arguments as 32-bit ints, so only the low half counts.
+    Ok(SeccompCondition::new(
+        index,
+        SeccompCmpArgLen::Dword,
+        op,
+        value,
+    )?)
+}
+
+fn terminal_injection_rules() -> Result<Vec<SeccompRule>, seccompiler::Error> {
+    TERMINAL_INJECTION_IOCTLS
+        .iter()
+        .map(|request| Ok(SeccompRule::new(vec![arg(1, SeccompCmpOp::Eq, *request)?])?))
+        .collect()
+}
+
+/// Builds the confined filter for this architecture; refused calls fail with `EPERM`.
+pub fn build(refused: Refused) -> Result<BpfProgram, seccompiler::Error> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // ptrace and its memory-access cousins would let the command drive an unconfined
     // process; io_uring performs file and socket operations that seccomp never sees.
@@ -23,18 +71,48 @@ pub fn build(network_disabled: bool) -> Result<BpfProgram, seccompiler::Error> {
     ] {
         rules.insert(syscall, Vec::new());
     }
-    if network_disabled {
-        let not_unix = || -> Result<Vec<SeccompRule>, seccompiler::Error> {
-            Ok(vec![SeccompRule::new(vec![SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Ne,
-                libc::AF_UNIX as u64,
-            )?])?])
-        };
-        rules.insert(libc::SYS_socket, not_unix()?);
-        rules.insert(libc::SYS_socketpair, not_unix()?);
+    rules.insert(libc::SYS_ioctl, terminal_injection_rules()?);
+    let unix = libc::AF_UNIX as u64;
+    // An empty rule list refuses the call whatever its arguments.
+    let socket_rules = match (refused.network, refused.unix_sockets) {
+        (true, true) => Some(Vec::new()),
+        (true, false) => Some(vec![SeccompRule::new(vec![arg(
+            0,
+            SeccompCmpOp::Ne,
+            unix,
+        )?])?]),
+        (false, true) => Some(vec![SeccompRule::new(vec![arg(
+            0,
+            SeccompCmpOp::Eq,
+            unix,
+        )?])?]),
+        (false, false) => None,
+    };
+    if let Some(socket_rules) = socket_rules {
+        rules.insert(libc::SYS_socket, socket_rules);
     }
+    let mut pair_rules = Vec::new();
+    if refused.network {
+        pair_rules.push(SeccompRule::new(vec![arg(0, SeccompCmpOp::Ne, unix)?])?);
+    }
+    if refused.unix_sockets {
+        // Refuse every type but the connected-only ones (the kernel turns SOCK_RAW into
+        // SOCK_DGRAM for Unix sockets, and may learn new types).
+        for socket_type in (0..=SOCK_TYPE_MASK).filter(|t| !CONNECTED_ONLY_SOCKET_TYPES.contains(t))
+        {
+            pair_rules.push(SeccompRule::new(vec![
+                arg(0, SeccompCmpOp::Eq, unix)?,
+                arg(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), socket_type)?,
+            ])?);
+        }
+    }
+    if !pair_rules.is_empty() {
+        rules.insert(libc::SYS_socketpair, pair_rules);
+    }
+    compile(rules)
+}
+
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>) -> Result<BpfProgram, seccompiler::Error> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let filter = SeccompFilter::new(
         rules,
@@ -46,10 +124,65 @@ pub fn build(network_disabled: bool) -> Result<BpfProgram, seccompiler::Error> {
     Ok(with_x32_refused(arch, program))
 }
 
-/// Installs the filter on this process (`no_new_privs` must already be set).
-pub fn install(network_disabled: bool) -> Result<(), seccompiler::Error> {
-    seccompiler::apply_filter(&build(network_disabled)?)
+/// Installs the confined filter on this process (sets `no_new_privs` first).
+pub fn install(refused: Refused) -> Result<(), seccompiler::Error> {
+    seccompiler::apply_filter(&build(refused)?)
 }
+
+/// Builds the filter for unconfined commands: terminal injection only.
+pub fn build_terminal_guard() -> Result<BpfProgram, seccompiler::Error> {
+    let mut rules = BTreeMap::new();
+    rules.insert(libc::SYS_ioctl, terminal_injection_rules()?);
+    let mut program = compile(rules)?;
+    allow_foreign_architectures(&mut program);
+    Ok(program)
+}
+
+/// Installs [`build_terminal_guard`]'s filter *without* `no_new_privs`, so setuid programs
+/// (sudo) keep working. The kernel allows that only with `CAP_SYS_ADMIN`, which is also the
+/// only way to push input into a terminal that is not one's controlling terminal; without it
+/// this returns `Ok(false)` and the command, having no controlling terminal, needs no filter.
+pub fn install_terminal_guard() -> io::Result<bool> {
+    let program = build_terminal_guard().map_err(io::Error::other)?;
+    let fprog = libc::sock_fprog {
+        len: u16::try_from(program.len()).map_err(io::Error::other)?,
+        filter: program.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: the kernel copies the program from a live local before returning.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0 as libc::c_ulong,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EACCES) => Ok(false),
+        _ => Err(err),
+    }
+}
+
+/// seccompiler kills a process that makes a syscall of another architecture (32-bit x86 on
+/// x86_64). Confined commands accept that; unconfined ones must keep running 32-bit programs,
+/// so their filter lets those through (it only guards native ioctls).
+fn allow_foreign_architectures(program: &mut BpfProgram) {
+    // The program starts with [load arch, jump if native, return KILL_PROCESS] (after the x32
+    // prefix on x86_64); turn that return into ALLOW.
+    for instruction in program.iter_mut() {
+        if instruction.code == BPF_RET_K && instruction.k == libc::SECCOMP_RET_KILL_PROCESS {
+            instruction.k = libc::SECCOMP_RET_ALLOW;
+            return;
+        }
+    }
+}
+
+/// Opcode `BPF_RET | BPF_K` from `<linux/bpf_common.h>`.
+const BPF_RET_K: u16 = 0x06;
 
 /// On x86_64 the x32 ABI reaches the same syscalls under numbers with bit 30 set, which the
 /// per-number rules would not match; refuse that whole range up front.
@@ -59,10 +192,9 @@ fn with_x32_refused(arch: TargetArch, program: BpfProgram) -> BpfProgram {
     }
     const X32_SYSCALL_BIT: u32 = 0x4000_0000;
     const SECCOMP_DATA_NR_OFFSET: u32 = 0;
-    // Opcodes from <linux/bpf_common.h>: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JGE|BPF_K, BPF_RET|BPF_K.
+    // Opcodes from <linux/bpf_common.h>: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JGE|BPF_K.
     const BPF_LD_W_ABS: u16 = 0x20;
     const BPF_JMP_JGE_K: u16 = 0x35;
-    const BPF_RET_K: u16 = 0x06;
     let prefix = [
         sock_filter {
             code: BPF_LD_W_ABS,
@@ -92,9 +224,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn filter_compiles_with_and_without_network() {
-        let open = build(false).expect("filter");
-        let closed = build(true).expect("filter");
-        assert!(closed.len() > open.len());
+    fn filter_grows_with_what_it_refuses() {
+        let open = build(Refused {
+            network: false,
+            unix_sockets: false,
+        })
+        .expect("filter");
+        let no_network = build(Refused {
+            network: true,
+            unix_sockets: false,
+        })
+        .expect("filter");
+        let closed = build(Refused {
+            network: true,
+            unix_sockets: true,
+        })
+        .expect("filter");
+        assert!(no_network.len() > open.len());
+        assert!(closed.len() > no_network.len());
+    }
+
+    #[test]
+    fn the_terminal_guard_allows_foreign_architectures_instead_of_killing() {
+        let guard = build_terminal_guard().expect("filter");
+        let kills = |p: &BpfProgram| {
+            p.iter()
+                .any(|i| i.code == BPF_RET_K && i.k == libc::SECCOMP_RET_KILL_PROCESS)
+        };
+        assert!(!kills(&guard));
+        let confined = build(Refused {
+            network: true,
+            unix_sockets: true,
+        })
+        .expect("filter");
+        assert!(kills(&confined));
     }
 }
