@@ -13,6 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::review_tool::{self, REVIEW_TOOL};
 use crate::tool_params::{
     CODEX_REPLY_TOOL, CODEX_TOOL, CodexReplyParam, CodexToolCallParam, tools,
 };
@@ -236,6 +237,7 @@ impl ServerHandler for DeputyServer {
         let result = match request.name.as_ref() {
             CODEX_TOOL => self.call_codex(&call, args).await,
             CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
+            REVIEW_TOOL => review_tool::call_review(&self.manager, &self.layers, &call, args).await,
             other => tool_result(None, format!("Unknown tool '{other}'"), true),
         };
         Ok(result.into())

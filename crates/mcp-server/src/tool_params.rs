@@ -144,11 +144,12 @@ pub(crate) fn tools() -> Vec<Tool> {
         )
         .with_title("Codex Reply")
         .with_raw_output_schema(output),
+        crate::review_tool::review_tool(),
     ]
 }
 
 /// An input schema in the trimmed form Codex's clients know: `type`, `properties`, `required`.
-fn input_schema<T: JsonSchema>() -> JsonObject {
+pub(crate) fn input_schema<T: JsonSchema>() -> JsonObject {
     let settings = schemars::generate::SchemaSettings::draft2019_09().with(|s| {
         s.inline_subschemas = true;
     });

@@ -61,7 +61,7 @@ impl CallContext {
         serde_json::to_value(&self.request_id).unwrap_or(serde_json::Value::Null)
     }
 
-    fn request_id_string(&self) -> String {
+    pub(crate) fn request_id_string(&self) -> String {
         match self.request_id_value() {
             serde_json::Value::String(s) => s,
             other => other.to_string(),
@@ -113,18 +113,7 @@ pub(crate) async fn run_turn(
     replay_after: Option<u64>,
 ) -> CallToolResult {
     let thread_id = thread.id().to_string();
-    let mut observer = McpTurn {
-        call,
-        progress: ProgressReporter::new(
-            call.peer.clone(),
-            call.progress_token.clone(),
-            call.client_gone.clone(),
-        ),
-        ticker: tokio::time::interval_at(
-            tokio::time::Instant::now() + PROGRESS_INTERVAL,
-            PROGRESS_INTERVAL,
-        ),
-    };
+    let mut observer = McpTurn::new(call);
     let approver = Arc::new(ElicitationApprover {
         peer: call.peer.clone(),
         tool_call_id: call.request_id_string(),
@@ -155,10 +144,28 @@ pub(crate) async fn run_turn(
 }
 
 /// One call's view of its turn: every event as `codex/event`, and progress.
-struct McpTurn<'a> {
+pub(crate) struct McpTurn<'a> {
     call: &'a CallContext,
     progress: ProgressReporter,
     ticker: tokio::time::Interval,
+}
+
+impl<'a> McpTurn<'a> {
+    /// The view of `call`: progress on its token, if it has one.
+    pub(crate) fn new(call: &'a CallContext) -> Self {
+        Self {
+            call,
+            progress: ProgressReporter::new(
+                call.peer.clone(),
+                call.progress_token.clone(),
+                call.client_gone.clone(),
+            ),
+            ticker: tokio::time::interval_at(
+                tokio::time::Instant::now() + PROGRESS_INTERVAL,
+                PROGRESS_INTERVAL,
+            ),
+        }
+    }
 }
 
 impl TurnObserver for McpTurn<'_> {
