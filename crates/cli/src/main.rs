@@ -3,9 +3,10 @@
 mod review_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
+mod signals;
 
 use std::ffi::OsStr;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -13,12 +14,19 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use deputy_core::ThreadManager;
 use deputy_core::config::{ConfigLayers, ConfigOverrides, deputy_home, parse_cli_override};
-use deputy_core::rollout::{SessionSource, list_sessions};
+use deputy_core::rollout::{SessionSource, ThreadIdError, list_sessions, resolve_thread_id};
 use deputy_protocol::{AskForApproval, SandboxMode};
 
-/// deputy: a coding agent you drive over MCP or from the command line.
+use signals::TerminationSignals;
+
+/// deputy: a coding agent that reads, edits and runs code in your project, in a sandbox.
+///
+/// Give it a task from the terminal with `deputy exec "fix the failing test"` (progress
+/// on stderr, the answer on stdout), or serve it to an MCP client with
+/// `deputy mcp-server`. Settings live in ~/.deputy/config.toml (or $DEPUTY_HOME);
+/// sessions are saved there and can be resumed with `deputy exec resume`.
 #[derive(Debug, Parser)]
-#[command(name = "deputy", version, about)]
+#[command(name = "deputy", version)]
 struct Cli {
     /// Override a config.toml value: `-c key=value` (dotted key; value parsed as TOML, else a string).
     #[arg(short = 'c', long = "config", global = true, value_name = "KEY=VALUE")]
@@ -56,11 +64,22 @@ struct ExecArgs {
 /// Options of `deputy exec` and `deputy exec resume`.
 #[derive(Debug, Args)]
 struct ExecFlags {
-    /// Print every event as one JSON line on stdout.
+    /// Print the run as `codex exec --json` JSONL on stdout (thread.started, turn.started,
+    /// item.started|updated|completed, turn.completed|turn.failed) instead of the live view.
     #[arg(global = true, long)]
     json: bool,
+    /// Print every engine event as a Codex `EventMsg` JSON line on stdout (what
+    /// `codex/event` carries over MCP) instead of the live view.
+    #[arg(global = true, long, conflicts_with = "json")]
+    json_events: bool,
     /// Working directory of the session.
-    #[arg(global = true, short = 'C', long = "cd", value_name = "DIR")]
+    #[arg(
+        global = true,
+        short = 'C',
+        long = "cd",
+        visible_alias = "cwd",
+        value_name = "DIR"
+    )]
     cwd: Option<PathBuf>,
     /// Model to use.
     #[arg(global = true, short = 'm', long)]
@@ -87,7 +106,7 @@ struct ResumeArgs {
     /// Resume the most recently updated session (in the `-C` directory, when given).
     #[arg(long)]
     last: bool,
-    /// The session's thread id (omit it with `--last`).
+    /// The session's thread id, or a unique start of it (omit it with `--last`).
     session_id: Option<String>,
     /// The prompt. `-` or nothing reads it from stdin.
     prompt: Option<String>,
@@ -99,7 +118,7 @@ enum SessionsCommand {
     /// each: thread id, updated (UTC), cwd, first prompt, turns.
     List {
         /// Only sessions whose working directory is DIR.
-        #[arg(long, value_name = "DIR")]
+        #[arg(short = 'C', long = "cd", visible_alias = "cwd", value_name = "DIR")]
         cwd: Option<PathBuf>,
         /// Show at most N sessions.
         #[arg(long, value_name = "N", default_value_t = 20)]
@@ -107,7 +126,7 @@ enum SessionsCommand {
     },
     /// Print a session's conversation as text.
     Show {
-        /// The session's thread id.
+        /// The session's thread id, or a unique start of it.
         id: String,
     },
 }
@@ -181,9 +200,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Exec(args) => run_exec(layers, args),
-        Command::McpServer => server_runtime()?.block_on(async {
+        Command::McpServer => run_to_end(server_runtime()?, async {
+            let signals = TerminationSignals::install()?;
             log_sandbox_support();
-            deputy_mcp_server::run_stdio_server(layers, launcher()).await
+            deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
         }),
         Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(
             args.sandbox,
@@ -210,13 +230,15 @@ fn run_exec(mut layers: ConfigLayers, args: ExecArgs) -> anyhow::Result<i32> {
         return run_exec_resume(layers, args.flags, resume);
     }
     let prompt = read_prompt(args.prompt)?;
-    let json = args.flags.json;
+    let output = output_mode(&args.flags);
     layers.overrides = overrides(args.flags);
     let config = layers.load()?;
-    runtime()?.block_on(async {
+    run_to_end(runtime()?, async {
+        let signals = TerminationSignals::install()?;
         log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
-        deputy_exec::run_exec(&manager, config, deputy_exec::ExecOptions { prompt, json }).await
+        let options = deputy_exec::ExecOptions { prompt, output };
+        deputy_exec::run_exec(&manager, config, options, signals.received()).await
     })
 }
 
@@ -240,32 +262,65 @@ fn run_exec_resume(
             };
             (session.id, prompt)
         }
-        (false, Some(id), prompt) => (id, prompt),
+        (false, Some(id), prompt) => {
+            let resolved = resolve_thread_id(&layers.deputy_home, &id).map_err(|err| {
+                match (&err, &prompt) {
+                    // `deputy exec resume "fix it"`: a prompt where the id goes.
+                    (ThreadIdError::Malformed(_) | ThreadIdError::NotFound(_), None) => {
+                        anyhow::anyhow!(
+                            "{err}\n`deputy exec resume` takes the session first, then the prompt: \
+                             `deputy exec resume ID PROMPT` (ids: `deputy sessions list`), \
+                             or `deputy exec resume --last PROMPT` for the newest session"
+                        )
+                    }
+                    _ => err.into(),
+                }
+            })?;
+            (resolved, prompt)
+        }
         (false, None, _) => {
-            anyhow::bail!("which session? pass its thread id, or --last for the newest")
+            anyhow::bail!(
+                "which session? pass its thread id (see `deputy sessions list`), or --last for the newest"
+            )
         }
     };
     let prompt = read_prompt(prompt)?;
-    let json = flags.json;
+    let output = output_mode(&flags);
     layers.overrides = overrides(flags);
-    runtime()?.block_on(async {
+    run_to_end(runtime()?, async {
+        let signals = TerminationSignals::install()?;
         log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
         let (thread, resumed_after) = manager.resume_thread(&id, &layers)?;
-        deputy_exec::run_turn_on(
-            thread,
-            Some(resumed_after),
-            deputy_exec::ExecOptions { prompt, json },
-        )
-        .await
+        let options = deputy_exec::ExecOptions { prompt, output };
+        deputy_exec::run_turn_on(thread, Some(resumed_after), options, signals.received()).await
     })
+}
+
+fn output_mode(flags: &ExecFlags) -> deputy_exec::OutputMode {
+    if flags.json {
+        deputy_exec::OutputMode::Json
+    } else if flags.json_events {
+        deputy_exec::OutputMode::JsonEvents
+    } else {
+        deputy_exec::OutputMode::Human
+    }
 }
 
 /// The prompt argument, or stdin when it is `-` or missing.
 fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
     let prompt = match arg.as_deref() {
         Some(p) if p != "-" => p.to_string(),
-        _ => std::io::read_to_string(std::io::stdin()).context("reading the prompt from stdin")?,
+        _ => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "Reading the task from stdin (end it with Ctrl-D; or pass it as an argument)…"
+                );
+            }
+            std::io::read_to_string(stdin).context("reading the prompt from stdin")?
+        }
     };
     if prompt.trim().is_empty() {
         anyhow::bail!("no prompt given: pass the task as an argument or on stdin");
@@ -304,6 +359,17 @@ fn server_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("starting the async runtime")
+}
+
+/// Runs a front door to its end, then leaves without waiting for blocked reads of stdin:
+/// after a signal, nobody will close it.
+fn run_to_end(
+    runtime: tokio::runtime::Runtime,
+    front_door: impl std::future::Future<Output = anyhow::Result<i32>>,
+) -> anyhow::Result<i32> {
+    let result = runtime.block_on(front_door);
+    runtime.shutdown_background();
+    result
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

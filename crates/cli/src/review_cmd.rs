@@ -249,6 +249,7 @@ fn progress_line(msg: &EventMsg) -> Option<String> {
                 Some(format!("  exit {}", end.exit_code))
             }
         },
+        EventMsg::ContextCompacted(_) => Some("compacted the conversation".to_string()),
         EventMsg::StreamError(error) => Some(format!("retrying: {}", error.message)),
         EventMsg::Warning(warning) => Some(format!("warning: {}", warning.message)),
         EventMsg::TurnAborted(_) => Some("review interrupted".to_string()),

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use deputy_core::rollout::{RolloutItem, find_rollout, list_sessions, read_rollout};
+use deputy_core::rollout::{
+    RolloutItem, find_rollout, list_sessions, read_rollout, resolve_thread_id,
+};
 use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, legacy_events};
 
 /// Lines of a tool's output shown by `sessions show`; the rest is counted.
@@ -15,7 +17,7 @@ const OUTPUT_LINES: usize = 20;
 pub fn list(home: &Path, cwd: Option<&Path>, limit: usize) -> anyhow::Result<i32> {
     let sessions = list_sessions(home, cwd, limit).context("listing sessions")?;
     if sessions.is_empty() {
-        eprintln!("no saved sessions");
+        let _ = writeln!(std::io::stderr(), "no saved sessions");
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -33,12 +35,14 @@ pub fn list(home: &Path, cwd: Option<&Path>, limit: usize) -> anyhow::Result<i32
     Ok(0)
 }
 
-/// Prints session `id`'s conversation as text: turns, messages, tool calls and their output.
+/// Prints session `id`'s (or the one session whose id starts with `id`) conversation as
+/// text: turns, messages, tool calls and their output.
 pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
-    let path = find_rollout(home, id)?;
+    let id = resolve_thread_id(home, id)?;
+    let path = find_rollout(home, &id)?;
     let contents = read_rollout(&path)?;
     for warning in &contents.warnings {
-        eprintln!("warning: {warning}");
+        let _ = writeln!(std::io::stderr(), "warning: {warning}");
     }
     let mut text = String::new();
     let mut turn = 0;
@@ -72,6 +76,8 @@ fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {
             }
         }
         RolloutItem::EventMsg(msg) => render_event(msg, out),
+        // The compaction's event line already says so; the summary is the model's business.
+        RolloutItem::Compacted(_) => {}
     }
 }
 
@@ -86,6 +92,7 @@ fn render_event(msg: &EventMsg, out: &mut String) {
             out.push_str(&format!("(turn stopped: {why})\n"));
         }
         EventMsg::Error(error) => labelled(out, "error", &error.message),
+        EventMsg::ContextCompacted(_) => out.push_str("(context compacted)\n"),
         EventMsg::SessionConfigured(_)
         | EventMsg::TaskStarted(_)
         | EventMsg::UserMessage(_)

@@ -1,9 +1,12 @@
 //! `deputy exec` as a user runs it: the real binary against a scripted model server,
 //! judged by what it prints, how it exits, what it leaves on disk and what it sends.
 //!
-//! - `turns`: answers, tool calls over both wire APIs, plans, the JSON view;
+//! - `turns`: answers, tool calls over both wire APIs, plans, the raw event view;
+//! - `jsonl`: `--json`, the JSONL of `codex exec --json`;
+//! - `live_view`: what a person at a terminal sees;
 //! - `failures`: model errors and retries, runaway commands, refused approvals;
-//! - `config`: config.toml, profiles, `-c`, `-m` and `-C`.
+//! - `config`: config.toml, profiles, `-c`, `-m` and `-C`;
+//! - `first_run`: what a first run runs into (no API key, typos, ids, help).
 
 #![allow(
     clippy::unwrap_used,
@@ -17,6 +20,12 @@ mod common;
 mod config;
 #[path = "exec/failures.rs"]
 mod failures;
+#[path = "exec/first_run.rs"]
+mod first_run;
+#[path = "exec/jsonl.rs"]
+mod jsonl;
+#[path = "exec/live_view.rs"]
+mod live_view;
 #[path = "exec/turns.rs"]
 mod turns;
 

@@ -15,6 +15,8 @@ mod harness;
 mod cancellation;
 #[path = "mcp/concurrency.rs"]
 mod concurrency;
+#[path = "mcp/conversations.rs"]
+mod conversations;
 #[path = "mcp/errors.rs"]
 mod errors;
 #[path = "mcp/handshake.rs"]

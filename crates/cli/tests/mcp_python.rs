@@ -93,7 +93,15 @@ fn the_python_sdk_lists_the_tools_and_runs_a_session() {
         json!({
             "protocolVersion": "2025-11-25",
             "serverName": "deputy",
-            "tools": ["codex", "codex-reply", "review"],
+            "tools": [
+                "codex",
+                "codex-reply",
+                "conversationCreate",
+                "conversationSendMessage",
+                "conversationStream",
+                "conversationsList",
+                "review"
+            ],
             "isError": false,
             "text": ["Python says hi."],
             "structuredContent": {"threadId": thread_id, "content": "Python says hi."},

@@ -36,7 +36,7 @@ fn json_lines(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The `session_configured` event of an `exec --json` run.
+/// The `session_configured` event of an `exec --json-events` run.
 fn configured(run: &Finished) -> Value {
     json_lines(&run.stdout)
         .into_iter()
@@ -44,9 +44,9 @@ fn configured(run: &Finished) -> Value {
         .unwrap_or_else(|| panic!("no session_configured in {}", run.stdout))
 }
 
-/// Runs `deputy exec --json PROMPT` to success and returns its thread id and rollout path.
+/// Runs `deputy exec --json-events PROMPT` to success and returns its thread id and rollout path.
 fn start_session(home: &TestHome, prompt: &str) -> (String, PathBuf) {
-    let run = exec(home, &["--json", prompt]);
+    let run = exec(home, &["--json-events", prompt]);
     run.assert_code(0);
     let event = configured(&run);
     let id = event["session_id"]
@@ -109,7 +109,7 @@ fn exec_resume_sends_the_model_turn_one_history_in_turn_two() {
     ]);
     let (id, _) = start_session(&home, "run echo");
 
-    let resumed = exec(&home, &["resume", "--json", &id, "thanks"]);
+    let resumed = exec(&home, &["resume", "--json-events", &id, "thanks"]);
     resumed.assert_code(0);
     let event = configured(&resumed);
     assert_eq!(event["session_id"], id.as_str());
@@ -167,7 +167,7 @@ fn exec_resume_last_picks_the_newest_session_optionally_in_a_directory() {
     let sub_arg = sub.to_string_lossy().into_owned();
     exec(&home, &["-C", &sub_arg, "second task"]).assert_code(0);
 
-    let newest = exec(&home, &["--json", "resume", "--last", "go on"]);
+    let newest = exec(&home, &["--json-events", "resume", "--last", "go on"]);
     newest.assert_code(0);
     assert!(newest.stdout.contains(r#""last_agent_message":"more B.""#));
     let workspace = home.workspace().to_string_lossy().into_owned();

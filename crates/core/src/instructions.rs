@@ -3,6 +3,7 @@
 use deputy_protocol::{AskForApproval, ResponseItem, SandboxMode};
 
 use crate::config::Config;
+use crate::project_doc;
 
 const BASE_INSTRUCTIONS: &str = include_str!("prompts/base_instructions.md");
 
@@ -14,9 +15,30 @@ pub(crate) fn base_instructions(config: &Config) -> String {
         .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string())
 }
 
+/// What a new thread's history starts with: the developer messages, then the
+/// AGENTS.md instructions when there are any; and warnings about AGENTS.md files
+/// that were skipped or cut, for the user.
+pub(crate) fn initial_context(config: &Config) -> (Vec<ResponseItem>, Vec<String>) {
+    let mut items = initial_developer_messages(config);
+    let docs = project_doc::read_project_docs(config);
+    items.extend(docs.message(&config.cwd));
+    (items, docs.warnings)
+}
+
+/// Whether `item` belongs to a thread's initial context (developer and system
+/// messages, the AGENTS.md instructions) rather than to its conversation.
+pub(crate) fn is_initial_context(item: &ResponseItem) -> bool {
+    match item {
+        ResponseItem::Message { role, .. } => {
+            role == "developer" || role == "system" || project_doc::is_user_instructions(item)
+        }
+        _ => false,
+    }
+}
+
 /// Developer messages a new thread starts with: the environment and
 /// permissions, then the caller's `developer-instructions`.
-pub(crate) fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {
+fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {
     let mut items = vec![ResponseItem::developer_text(environment_context(config))];
     if let Some(text) = config
         .developer_instructions
@@ -28,7 +50,8 @@ pub(crate) fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {
     items
 }
 
-fn environment_context(config: &Config) -> String {
+/// The `<environment_context>` the model is told: cwd, sandbox, network, approvals.
+pub(crate) fn environment_context(config: &Config) -> String {
     let sandbox = match config.sandbox_mode {
         SandboxMode::ReadOnly => "commands may read files but not write them",
         SandboxMode::WorkspaceWrite => {

@@ -12,12 +12,15 @@
 pub mod approval;
 pub mod client;
 pub mod command_safety;
+pub mod compact;
 pub mod config;
+pub mod context_window;
 pub mod driver;
 pub mod event_log;
 pub mod exec;
 pub mod exec_env;
 mod instructions;
+pub mod project_doc;
 pub mod review;
 pub mod rollout;
 pub mod safety;

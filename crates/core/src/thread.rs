@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{Answer, ApprovalGate};
 use crate::client::ModelClient;
 use crate::config::Config;
+use crate::context_window::UsageMark;
 use crate::event_log::{EventLog, Subscription};
-use crate::rollout::{RolloutRecorder, TurnContextRecord};
-use crate::turn::TurnStart;
+use crate::rollout::{CompactedRecord, RolloutRecorder, TurnContextRecord};
+use crate::turn::{TurnKind, TurnStart};
 
 /// Why an op could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,17 +112,30 @@ impl Thread {
         items: Vec<InputItem>,
         overrides: Option<TurnOverrides>,
     ) -> Result<String, ThreadError> {
+        self.submit_new_turn(submission_id, |turn_id| Op::UserInput {
+            turn_id,
+            items,
+            overrides,
+        })
+    }
+
+    /// Queues a compaction of the history as a turn of its own (`/compact`) under
+    /// `submission_id` and returns its new turn id. It starts once the turns before it
+    /// have ended; its events are those of a turn with one `context_compaction` item.
+    pub fn submit_compact(&self, submission_id: String) -> Result<String, ThreadError> {
+        self.submit_new_turn(submission_id, |turn_id| Op::Compact { turn_id })
+    }
+
+    /// Mints a turn id and submits the op `op` builds with it.
+    fn submit_new_turn(
+        &self,
+        submission_id: String,
+        op: impl FnOnce(String) -> Op,
+    ) -> Result<String, ThreadError> {
         let turn_id = uuid::Uuid::now_v7().to_string();
         // Counted before it is sent, so it cannot end before it was counted.
         self.log.turn_submitted();
-        let sent = self.submit_with_id(
-            submission_id,
-            Op::UserInput {
-                turn_id: turn_id.clone(),
-                items,
-                overrides,
-            },
-        );
+        let sent = self.submit_with_id(submission_id, op(turn_id.clone()));
         if sent.is_err() {
             self.log.turn_withdrawn();
         }
@@ -244,6 +258,9 @@ pub(crate) struct Session {
     pub(crate) history: Mutex<Vec<ResponseItem>>,
     pub(crate) approvals: ApprovalGate,
     pub(crate) total_usage: Mutex<TokenUsage>,
+    /// The provider's last usage report and the history length it covers: the base
+    /// from which the next request's size is estimated (`None`: estimate it whole).
+    pub(crate) usage_mark: Mutex<Option<UsageMark>>,
     /// Where the thread is persisted, when it is.
     pub(crate) rollout: Option<RolloutRecorder>,
 }
@@ -262,6 +279,29 @@ impl Session {
         if let Some(rollout) = &self.rollout {
             rollout.record_items(&history[start..]);
         }
+    }
+
+    /// Replaces the whole history with a compacted one ending in `summary`, and
+    /// records that in the rollout so a resumed thread loads the compacted history.
+    pub(crate) fn replace_history(&self, items: Vec<ResponseItem>, summary: String) {
+        let mut history = lock(&self.history);
+        if let Some(rollout) = &self.rollout {
+            rollout.record_compacted(CompactedRecord {
+                message: summary,
+                replacement_history: items.clone(),
+            });
+        }
+        *history = items;
+        drop(history);
+        // The last report was about the old history; the next estimate starts afresh.
+        *lock(&self.usage_mark) = None;
+    }
+
+    /// Notes the last response's usage report (`None`: it had none) for the history as
+    /// it now stands.
+    pub(crate) fn mark_usage(&self, usage: Option<&TokenUsage>) {
+        let len = lock(&self.history).len();
+        *lock(&self.usage_mark) = usage.and_then(|usage| UsageMark::from_usage(usage, len));
     }
 
     /// Queues the settings turn `turn_id` starts with for the rollout.
@@ -355,6 +395,7 @@ pub(crate) fn spawn_thread(start: ThreadStart) -> Arc<Thread> {
         log: log.clone(),
         history: Mutex::new(start.history),
         total_usage: Mutex::default(),
+        usage_mark: Mutex::default(),
         rollout: start.rollout,
     });
     tokio::spawn(submission_loop(session, submit_rx));
@@ -376,17 +417,14 @@ struct RunningTurn {
 struct QueuedTurn {
     turn_id: String,
     submission_id: String,
-    kind: TurnKind,
+    kind: QueuedKind,
 }
 
-/// What a queued turn does.
-enum TurnKind {
-    /// Answer the user's input.
-    Input {
-        items: Vec<InputItem>,
-        overrides: Option<TurnOverrides>,
-    },
-    /// Run a review.
+/// What a queued turn does: a model turn (input, compaction) or a review.
+enum QueuedKind {
+    /// A turn of the model's (see `crate::turn`).
+    Model(TurnKind),
+    /// A review (see `crate::review`).
     Review(ReviewRequest),
 }
 
@@ -423,25 +461,25 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                 let turn = QueuedTurn {
                     turn_id,
                     submission_id: id,
-                    kind: TurnKind::Input { items, overrides },
+                    kind: QueuedKind::Model(TurnKind::Input { items, overrides }),
                 };
-                if running.is_some() {
-                    queue.push_back(turn);
-                } else {
-                    running = Some(start_turn(&session, turn));
-                }
+                enqueue(&session, &mut running, &mut queue, turn);
             }
             Op::Review { turn_id, request } => {
                 let turn = QueuedTurn {
                     turn_id,
                     submission_id: id,
-                    kind: TurnKind::Review(request),
+                    kind: QueuedKind::Review(request),
                 };
-                if running.is_some() {
-                    queue.push_back(turn);
-                } else {
-                    running = Some(start_turn(&session, turn));
-                }
+                enqueue(&session, &mut running, &mut queue, turn);
+            }
+            Op::Compact { turn_id } => {
+                let turn = QueuedTurn {
+                    turn_id,
+                    submission_id: id,
+                    kind: QueuedKind::Model(TurnKind::Compact),
+                };
+                enqueue(&session, &mut running, &mut queue, turn);
             }
             Op::Interrupt { turn_id } => {
                 if let Some(turn) = running.as_ref().filter(|t| t.turn_id == turn_id) {
@@ -484,6 +522,20 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
     session.log.close();
 }
 
+/// Starts `turn` now if nothing runs, else queues it behind the others.
+fn enqueue(
+    session: &Arc<Session>,
+    running: &mut Option<RunningTurn>,
+    queue: &mut VecDeque<QueuedTurn>,
+    turn: QueuedTurn,
+) {
+    if running.is_some() {
+        queue.push_back(turn);
+    } else {
+        *running = Some(start_turn(session, turn));
+    }
+}
+
 fn start_turn(session: &Arc<Session>, turn: QueuedTurn) -> RunningTurn {
     let cancel = CancellationToken::new();
     let handle = tokio::spawn(supervise_turn(
@@ -518,21 +570,20 @@ async fn supervise_turn(
     session: Arc<Session>,
     submission_id: String,
     turn_id: String,
-    kind: TurnKind,
+    kind: QueuedKind,
     cancel: CancellationToken,
 ) {
     let turn = match kind {
-        TurnKind::Input { items, overrides } => tokio::spawn(crate::turn::run_turn(
+        QueuedKind::Model(kind) => tokio::spawn(crate::turn::run_turn(
             session.clone(),
             TurnStart {
                 submission_id: submission_id.clone(),
                 turn_id: turn_id.clone(),
-                items,
-                overrides,
+                kind,
             },
             cancel,
         )),
-        TurnKind::Review(request) => tokio::spawn(crate::review::run_review(
+        QueuedKind::Review(request) => tokio::spawn(crate::review::run_review(
             session.clone(),
             submission_id.clone(),
             turn_id.clone(),

@@ -101,7 +101,9 @@ impl ThreadManager {
         config.sandbox_launcher = self.sandbox_launcher.clone();
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = uuid::Uuid::now_v7().to_string();
-        let history = instructions::initial_developer_messages(&config);
+        let (history, doc_warnings) = instructions::initial_context(&config);
+        // Announced with the configuration's warnings, right after `session_configured`.
+        config.warnings.extend(doc_warnings);
         let meta = SessionMeta::new(&id, &config, self.source);
         let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &history)?;
         let configured = configured_event(&id, &config, 0, recorder.path());
@@ -367,6 +369,9 @@ fn saved_layers(layers: &ConfigLayers, meta: &SessionMeta) -> ConfigLayers {
     }
     if let Some(developer) = &meta.developer_instructions {
         saved.push(("developer_instructions", text(developer)));
+    }
+    if let Some(prompt) = &meta.compact_prompt {
+        saved.push(("compact_prompt", text(prompt)));
     }
     layers
         .cli_overrides

@@ -6,17 +6,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deputy_protocol::{
-    AgentMessageItem, CommandExecutionStatus, ErrorEvent, InputItem, ItemDeltaEvent, ItemEvent,
-    PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary, ResponseItem,
-    StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem,
-    TokenCountEvent, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent, TurnOverrides,
-    UpdatePlanArgs, UserMessageItem,
+    AgentMessageItem, CommandExecutionStatus, ContextCompactionStatus, ErrorEvent, InputItem,
+    ItemDeltaEvent, ItemEvent, PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary,
+    ResponseItem, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg,
+    ThreadItem, TokenCountEvent, TokenUsage, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent,
+    TurnOverrides, UpdatePlanArgs, UserMessageItem,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{ModelClient, ModelError, Prompt, ResponseEvent, RetryNotice};
+use crate::compact::{self, CompactTrigger};
 use crate::config::Config;
+use crate::context_window;
 use crate::instructions;
 use crate::thread::{Session, lock};
 use crate::tools::{self, TurnDiffTracker};
@@ -28,14 +30,26 @@ pub(crate) enum TurnStop {
     Aborted,
     /// The model call failed for good.
     Model(ModelError),
+    /// The history could not be compacted (or still does not fit after compacting).
+    Compaction(String),
+}
+
+/// What a turn does.
+pub(crate) enum TurnKind {
+    /// Answer the user's input (the usual turn).
+    Input {
+        items: Vec<InputItem>,
+        overrides: Option<TurnOverrides>,
+    },
+    /// Compact the history, and nothing else (`Op::Compact`).
+    Compact,
 }
 
 /// A turn as the submission loop starts it.
 pub(crate) struct TurnStart {
     pub(crate) submission_id: String,
     pub(crate) turn_id: String,
-    pub(crate) items: Vec<InputItem>,
-    pub(crate) overrides: Option<TurnOverrides>,
+    pub(crate) kind: TurnKind,
 }
 
 /// What one turn's tool handlers need.
@@ -88,7 +102,9 @@ impl TurnContext {
     fn track(&self, item: &ThreadItem, done: bool) {
         if matches!(
             item,
-            ThreadItem::CommandExecution(_) | ThreadItem::FileChange(_)
+            ThreadItem::CommandExecution(_)
+                | ThreadItem::FileChange(_)
+                | ThreadItem::ContextCompaction(_)
         ) {
             let mut open = lock(&self.open_items);
             if done {
@@ -123,7 +139,8 @@ impl TurnContext {
         }
     }
 
-    /// Completes what the turn leaves open: the plan, and commands or patches a stop cut short.
+    /// Completes what the turn leaves open: the plan, and commands, patches or a
+    /// compaction that a stop or a failure cut short.
     fn close_items(&self) {
         if let Some(plan) = lock(&self.plan).take() {
             self.emit(ThreadEventMsg::ItemCompleted(ItemEvent {
@@ -144,6 +161,10 @@ impl TurnContext {
                     patch.stderr = "aborted: the turn was stopped".into();
                     ThreadItem::FileChange(patch)
                 }
+                ThreadItem::ContextCompaction(mut compaction) => {
+                    compaction.status = ContextCompactionStatus::Failed;
+                    ThreadItem::ContextCompaction(compaction)
+                }
                 other => other,
             };
             self.emit(ThreadEventMsg::ItemCompleted(ItemEvent { item }));
@@ -156,10 +177,14 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
     let TurnStart {
         submission_id,
         turn_id,
-        items,
-        overrides,
+        kind,
     } = start;
-    let settings = match session.settings_for_turn(overrides.as_ref()) {
+    let overrides = match &kind {
+        TurnKind::Input { overrides, .. } => overrides.as_ref(),
+        TurnKind::Compact => None,
+    };
+    let before = session.settings_for_turn(None).map(|s| s.config);
+    let settings = match session.settings_for_turn(overrides) {
         Ok(settings) => settings,
         Err(why) => {
             let failed = ThreadEventMsg::TurnFailed(ErrorEvent {
@@ -184,25 +209,40 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         plan: Mutex::default(),
     };
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
+    // Overrides that change what the model was told about its environment (cwd,
+    // sandbox, approvals) are told to it, so it does not act on stale facts.
+    let now = instructions::environment_context(&ctx.config);
+    if before.is_ok_and(|before| instructions::environment_context(&before) != now) {
+        ctx.session.record([ResponseItem::developer_text(now)]);
+    }
     ctx.emit(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: ctx.turn_id.clone(),
-        model_context_window: ctx.config.model_context_window,
+        model_context_window: ctx.config.context_window(),
     }));
-    let text = items
-        .into_iter()
-        .map(|InputItem::Text { text }| text)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let user = ThreadItem::UserMessage(UserMessageItem {
-        id: new_item_id(),
-        text: text.clone(),
-    });
-    ctx.item_started(user.clone());
-    ctx.item_completed(user);
-    ctx.session.record([ResponseItem::user_text(text)]);
-
+    let work = async {
+        match kind {
+            TurnKind::Input { items, .. } => {
+                let text = items
+                    .into_iter()
+                    .map(|InputItem::Text { text }| text)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let user = ThreadItem::UserMessage(UserMessageItem {
+                    id: new_item_id(),
+                    text: text.clone(),
+                });
+                ctx.item_started(user.clone());
+                ctx.item_completed(user);
+                ctx.session.record([ResponseItem::user_text(text)]);
+                turn_loop(&ctx).await
+            }
+            TurnKind::Compact => compact::compact(&ctx, CompactTrigger::Manual)
+                .await
+                .map(|()| None),
+        }
+    };
     let outcome = tokio::select! {
-        outcome = turn_loop(&ctx) => Some(outcome),
+        outcome = work => Some(outcome),
         () = cancel.cancelled() => None,
     };
     ctx.session.approvals.clear_pending();
@@ -229,6 +269,10 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
                 message: err.to_string(),
             })
         }
+        Some(Err(TurnStop::Compaction(message))) => {
+            close_dangling_calls(&ctx.session);
+            ThreadEventMsg::TurnFailed(ErrorEvent { message })
+        }
     };
     ctx.session
         .log
@@ -240,15 +284,46 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
     let config = &ctx.config;
     let tools = tools::tool_specs(config.include_plan_tool);
     let instructions = instructions::base_instructions(config);
+    let compact_limit = config.auto_compact_token_limit();
     let mut last_agent_message = None;
+    // At most one compaction between two model responses: a history that does not
+    // fit even compacted ends the turn instead of compacting forever.
+    let mut just_compacted = false;
     loop {
         let prompt = Prompt {
             instructions: instructions.clone(),
             input: ctx.session.history_snapshot(),
             tools: tools.clone(),
         };
-        let output = sample_with_retries(ctx, &prompt).await?;
+        if let Some(limit) = compact_limit
+            && !just_compacted
+        {
+            let mark = *lock(&ctx.session.usage_mark);
+            let tokens = context_window::context_tokens(&prompt, mark);
+            if tokens >= limit {
+                compact::compact(ctx, CompactTrigger::AutoLimit { tokens, limit }).await?;
+                just_compacted = true;
+                continue;
+            }
+        }
+        let sampled = match sample_with_retries(ctx, &prompt, Visibility::Shown).await {
+            Ok(sampled) => sampled,
+            Err(TurnStop::Model(err)) if err.is_context_window_exceeded() => {
+                if just_compacted {
+                    return Err(TurnStop::Compaction(format!(
+                        "{err} (even after compacting the conversation)"
+                    )));
+                }
+                compact::compact(ctx, CompactTrigger::ContextWindowExceeded).await?;
+                just_compacted = true;
+                continue;
+            }
+            Err(stop) => return Err(stop),
+        };
+        just_compacted = false;
+        let output = sampled.items;
         ctx.session.record(output.iter().cloned());
+        ctx.session.mark_usage(sampled.usage.as_ref());
         let mut calls = Vec::new();
         for item in output {
             match item {
@@ -278,16 +353,34 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
     }
 }
 
+/// Whether a response's text is shown as it streams (message and reasoning items).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Visibility {
+    /// A response of the conversation: its items are reported.
+    Shown,
+    /// The engine's own request (a summary): only usage and retries are reported.
+    Quiet,
+}
+
+/// One complete model response.
+pub(crate) struct Sampled {
+    /// Its output items.
+    pub(crate) items: Vec<ResponseItem>,
+    /// Its usage, when the provider reported it.
+    pub(crate) usage: Option<TokenUsage>,
+}
+
 /// Streams one model response, retrying a broken stream up to the provider's limit.
-async fn sample_with_retries(
+pub(crate) async fn sample_with_retries(
     ctx: &TurnContext,
     prompt: &Prompt,
-) -> Result<Vec<ResponseItem>, TurnStop> {
+    visibility: Visibility,
+) -> Result<Sampled, TurnStop> {
     let max_retries = ctx.client.provider().stream_max_retries();
     let mut attempt = 0;
     loop {
-        match sample_once(ctx, prompt).await {
-            Ok(items) => return Ok(items),
+        match sample_once(ctx, prompt, visibility).await {
+            Ok(sampled) => return Ok(sampled),
             Err(ModelError::Stream(reason)) if attempt < max_retries => {
                 attempt += 1;
                 let delay = backoff(attempt);
@@ -398,7 +491,12 @@ impl StreamingItems {
     }
 }
 
-async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseItem>, ModelError> {
+async fn sample_once(
+    ctx: &TurnContext,
+    prompt: &Prompt,
+    visibility: Visibility,
+) -> Result<Sampled, ModelError> {
+    let shown = visibility == Visibility::Shown;
     let on_retry = |notice: RetryNotice| {
         ctx.emit(ThreadEventMsg::StreamError(StreamErrorEvent {
             message: format!(
@@ -416,8 +514,10 @@ async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseI
     while let Some(event) = stream.next().await {
         match event? {
             ResponseEvent::Created => {}
+            ResponseEvent::OutputTextDelta(_) | ResponseEvent::ReasoningDelta(_) if !shown => {}
             ResponseEvent::OutputTextDelta(delta) => streaming.message_delta(ctx, delta),
             ResponseEvent::ReasoningDelta(delta) => streaming.reasoning_delta(ctx, delta),
+            ResponseEvent::OutputItemDone(item) if !shown => items.push(item),
             ResponseEvent::OutputItemDone(item) => {
                 match &item {
                     ResponseItem::Message { role, .. } if role == "assistant" => {
@@ -439,13 +539,16 @@ async fn sample_once(ctx: &TurnContext, prompt: &Prompt) -> Result<Vec<ResponseI
                 let info = token_usage.map(|last| TokenUsageInfo {
                     total_token_usage: ctx.session.add_usage(&last),
                     last_token_usage: last,
-                    model_context_window: ctx.config.model_context_window,
+                    model_context_window: ctx.config.context_window(),
                 });
                 ctx.emit(ThreadEventMsg::TokenCount(TokenCountEvent {
                     info,
                     rate_limits: None,
                 }));
-                return Ok(items);
+                return Ok(Sampled {
+                    items,
+                    usage: token_usage,
+                });
             }
         }
     }

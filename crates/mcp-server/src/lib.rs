@@ -37,11 +37,13 @@ pub use server::DeputyServer;
 /// How long in-flight calls get to deliver their last messages after the client left.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-/// Serves MCP on stdin/stdout until the client closes stdin, then stops
-/// every turn (killing its commands) and returns the exit code.
+/// Serves MCP on stdin/stdout until the client closes stdin or `stop` resolves (with a
+/// terminating signal's number), then stops every turn (killing its commands) and
+/// returns the exit code: 0, or `128 + signal`.
 pub async fn run_stdio_server(
     layers: ConfigLayers,
     sandbox_launcher: Option<PathBuf>,
+    stop: impl std::future::Future<Output = i32>,
 ) -> anyhow::Result<i32> {
     // Fail early on a broken config.toml, with its file/line message.
     layers.load().context("loading configuration")?;
@@ -51,7 +53,15 @@ pub async fn run_stdio_server(
     let server = DeputyServer::new(manager.clone(), layers, input_closed.clone());
     // The relay lets only `ping` and `initialize` through before the session
     // exists, so the handshake fails only when the client leaves first.
-    let running = match server.serve(relay.transport).await {
+    let mut stop = std::pin::pin!(stop);
+    let served = tokio::select! {
+        served = server.serve(relay.transport) => served,
+        signal = &mut stop => {
+            manager.shutdown_all().await;
+            return Ok(128 + signal);
+        }
+    };
+    let running = match served {
         Ok(running) => running,
         Err(err) if input_closed.is_cancelled() => {
             tracing::debug!("the client left before initializing: {err}");
@@ -61,8 +71,16 @@ pub async fn run_stdio_server(
         Err(err) => return Err(err).context("MCP handshake failed"),
     };
     let service = tokio::spawn(async move { running.waiting().await });
-    input_closed.cancelled().await;
+    let signal = tokio::select! {
+        () = input_closed.cancelled() => None,
+        signal = &mut stop => Some(signal),
+    };
     manager.shutdown_all().await;
+    if let Some(signal) = signal {
+        // Told to stop: the commands are dead and the sessions closed; the client is
+        // not waited for.
+        return Ok(128 + signal);
+    }
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, service).await;
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, relay.output_done).await;
     Ok(0)

@@ -81,6 +81,7 @@ impl ProgressReporter {
                 self.set_current(format!("reviewing {}", request.user_facing_hint))
             }
             EventMsg::ExitedReviewMode(_) => self.set_current("review finished".to_string()),
+            EventMsg::ContextCompacted(_) => "compacted the conversation".to_string(),
             EventMsg::SessionConfigured(_)
             | EventMsg::UserMessage(_)
             | EventMsg::AgentMessageDelta(_)

@@ -12,7 +12,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool_params::input_schema;
+use crate::tool_params::{input_schema, output_schema};
 use crate::turn_runner::{CallContext, McpTurn};
 
 /// Name of the tool that reviews a change.
@@ -70,14 +70,14 @@ pub(crate) fn review_tool() -> Tool {
         Arc::new(input_schema::<ReviewToolParam>()),
     )
     .with_title("Review")
-    .with_raw_output_schema(Arc::new(output_schema()))
+    .with_raw_output_schema(Arc::new(review_output_schema()))
 }
 
 /// The schema of a successful result's `structuredContent`: the review output object
 /// (every field always present) plus `threadId`. Error results carry no structured
 /// content, so strict clients never check one against this schema.
-fn output_schema() -> JsonObject {
-    let mut schema = input_schema::<ReviewOutputEvent>();
+fn review_output_schema() -> JsonObject {
+    let mut schema = output_schema::<ReviewOutputEvent>();
     drop_formats(&mut schema);
     let mut properties = match schema.remove("properties") {
         Some(serde_json::Value::Object(properties)) => properties,
@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn every_output_field_is_required() {
-        let schema = output_schema();
+        let schema = review_output_schema();
         let required: Vec<&str> = schema["required"]
             .as_array()
             .into_iter()

@@ -1,4 +1,7 @@
-//! The MCP handler: handshake, tool listing, and dispatch of the two tools.
+//! The MCP handler: handshake, tool listing, and dispatch of the tools.
+
+mod conversations;
+mod snapshot;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -6,25 +9,29 @@ use std::sync::Arc;
 use deputy_core::config::ConfigLayers;
 use deputy_core::{ThreadError, ThreadManager};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::review_tool::{self, REVIEW_TOOL};
 use crate::tool_params::{
-    CODEX_REPLY_TOOL, CODEX_TOOL, CodexReplyParam, CodexToolCallParam, tools,
+    CODEX_REPLY_TOOL, CODEX_TOOL, CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL,
+    CONVERSATION_STREAM_TOOL, CONVERSATIONS_LIST_TOOL, CodexReplyParam, CodexToolCallParam, tools,
 };
 use crate::turn_runner::{CallContext, run_turn, tool_result};
+use conversations::Conversations;
 
-/// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools.
+/// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools and the
+/// conversation tools.
 #[derive(Clone)]
 pub struct DeputyServer {
     manager: Arc<ThreadManager>,
     layers: Arc<ConfigLayers>,
     client_gone: CancellationToken,
+    conversations: Arc<Conversations>,
 }
 
 impl DeputyServer {
@@ -36,10 +43,17 @@ impl DeputyServer {
         layers: ConfigLayers,
         client_gone: CancellationToken,
     ) -> Self {
+        let layers = Arc::new(layers);
+        let conversations = Arc::new(Conversations::new(
+            manager.clone(),
+            layers.clone(),
+            client_gone.clone(),
+        ));
         Self {
             manager,
-            layers: Arc::new(layers),
+            layers,
             client_gone,
+            conversations,
         }
     }
 
@@ -93,12 +107,8 @@ impl DeputyServer {
                 true,
             );
         };
-        if let Err(err) = uuid_check(&id) {
-            return tool_result(
-                None,
-                format!("Failed to parse thread_id `{id}`: {err}"),
-                true,
-            );
+        if let Err(err) = deputy_core::rollout::parse_thread_id(&id) {
+            return tool_result(None, err.to_string(), true);
         }
         // A thread from an earlier server process is resumed from its rollout;
         // reading it is file I/O, kept off the async workers.
@@ -165,19 +175,6 @@ fn method_not_found(method: &str) -> McpError {
     )
 }
 
-fn uuid_check(id: &str) -> Result<(), String> {
-    let valid = id.len() == 36
-        && id.char_indices().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => c == '-',
-            _ => c.is_ascii_hexdigit(),
-        });
-    if valid {
-        Ok(())
-    } else {
-        Err("not a UUID".into())
-    }
-}
-
 impl ServerHandler for DeputyServer {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
@@ -238,8 +235,24 @@ impl ServerHandler for DeputyServer {
             CODEX_TOOL => self.call_codex(&call, args).await,
             CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
             REVIEW_TOOL => review_tool::call_review(&self.manager, &self.layers, &call, args).await,
+            CONVERSATION_CREATE_TOOL => self.conversations.create(&call, args).await,
+            CONVERSATION_SEND_MESSAGE_TOOL => self.conversations.send_message(&call, args).await,
+            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,
+            CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await,
             other => tool_result(None, format!("Unknown tool '{other}'"), true),
         };
         Ok(result.into())
+    }
+
+    /// rmcp cancels calls still running; the conversation tools also keep work going
+    /// after their result (a queued turn, a stream), which this stops.
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Some(request_id) = &notification.request_id {
+            self.conversations.cancelled(request_id);
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! The two tools' arguments and definitions. Schemas are generated from the
-//! argument structs; the exact JSON is pinned by tests.
+//! The tools' arguments, results and definitions. Schemas are generated from the
+//! argument and result structs; the exact JSON is pinned by tests.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,12 +8,21 @@ use deputy_core::config::{ConfigLayers, ConfigOverrides, json_to_toml};
 use deputy_protocol::{AskForApproval, SandboxMode};
 use rmcp::model::{JsonObject, Tool};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Name of the tool that starts a session.
 pub(crate) const CODEX_TOOL: &str = "codex";
 /// Name of the tool that continues one.
 pub(crate) const CODEX_REPLY_TOOL: &str = "codex-reply";
+
+/// Name of the tool that creates a conversation.
+pub(crate) const CONVERSATION_CREATE_TOOL: &str = "conversationCreate";
+/// Name of the tool that sends a conversation a message.
+pub(crate) const CONVERSATION_SEND_MESSAGE_TOOL: &str = "conversationSendMessage";
+/// Name of the tool that streams a conversation's events.
+pub(crate) const CONVERSATION_STREAM_TOOL: &str = "conversationStream";
+/// Name of the tool that lists conversations.
+pub(crate) const CONVERSATIONS_LIST_TOOL: &str = "conversationsList";
 
 /// Arguments of `codex`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -86,36 +95,191 @@ pub(crate) struct CodexReplyParam {
     pub(crate) conversation_id: Option<String>,
 }
 
+/// Arguments of `conversationCreate` (snake_case keys, as in seed 003).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct ConversationCreateParam {
+    /// The first user message; when not empty, the first turn starts at once in the background.
+    pub(crate) prompt: String,
+    /// Model to use instead of the configured one (e.g. "gpt-5-codex").
+    #[serde(default)]
+    pub(crate) model: Option<String>,
+    /// Working directory of the conversation; a relative path resolves against the server's working directory.
+    #[serde(default)]
+    pub(crate) cwd: Option<String>,
+    /// When the agent must ask before running commands: `untrusted`, `on-failure`, `on-request` or `never`.
+    #[serde(default)]
+    pub(crate) approval_policy: Option<ApprovalPolicyParam>,
+    /// How commands are confined: `read-only`, `workspace-write` or `danger-full-access`.
+    #[serde(default)]
+    pub(crate) sandbox: Option<SandboxModeParam>,
+    /// Config settings that override config.toml, as dotted paths (e.g. {"sandbox_workspace_write.network_access": true}).
+    #[serde(default)]
+    pub(crate) config: Option<BTreeMap<String, serde_json::Value>>,
+    /// A profile from config.toml whose settings apply to this conversation.
+    #[serde(default)]
+    pub(crate) profile: Option<String>,
+    /// Replaces the agent's built-in instructions.
+    #[serde(default)]
+    pub(crate) base_instructions: Option<String>,
+}
+
+/// Arguments of `conversationSendMessage`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct ConversationSendMessageParam {
+    /// The conversation, as returned by `conversationCreate` (a `codex` threadId works too).
+    pub(crate) conversation_id: String,
+    /// The message: its parts, in order.
+    pub(crate) content: Vec<ContentItemParam>,
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct ContentItemParam {
+    /// What the part is: `text`.
+    #[serde(rename = "type")]
+    pub(crate) kind: ContentKind,
+    /// The text.
+    pub(crate) text: String,
+}
+
+/// Kinds of message parts.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ContentKind {
+    Text,
+}
+
+/// Arguments of `conversationStream`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct ConversationStreamParam {
+    /// The conversation whose events to stream.
+    pub(crate) conversation_id: String,
+}
+
+/// Arguments of `conversationsList`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct ConversationsListParam {
+    /// Most conversations to return (default 20).
+    #[serde(default)]
+    pub(crate) limit: Option<u32>,
+    /// Where to continue: the `next_cursor` of the previous page.
+    #[serde(default)]
+    pub(crate) cursor: Option<String>,
+}
+
+/// Result of `conversationCreate`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ConversationCreateResult {
+    /// The new conversation's id (also a thread id for `codex-reply`).
+    pub(crate) conversation_id: String,
+    /// The model it talks to.
+    pub(crate) model: String,
+}
+
+/// Result of `conversationSendMessage`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ConversationSendMessageResult {
+    /// `ok`: the message's turn is queued.
+    pub(crate) status: SendStatus,
+}
+
+/// What became of a sent message.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SendStatus {
+    // Its turn is queued (behind a running one, if any).
+    Ok,
+}
+
+/// Result of `conversationStream`: empty; the events follow as notifications.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ConversationStreamResult {}
+
+/// Result of `conversationsList`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ConversationsListResult {
+    /// Conversations, newest first.
+    pub(crate) conversations: Vec<ConversationSummary>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// One conversation in a listing.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ConversationSummary {
+    /// Its id.
+    pub(crate) conversation_id: String,
+    /// Its first user message, on one line and shortened; empty before the first message.
+    pub(crate) title: String,
+}
+
 impl CodexToolCallParam {
     /// Adds this call's settings to the server's config layers (per-call layer wins).
     pub(crate) fn apply_to(&self, layers: &mut ConfigLayers) {
-        if let Some(config) = &self.config {
-            layers.call_overrides.extend(
-                config
-                    .iter()
-                    .filter_map(|(key, value)| Some((key.clone(), json_to_toml(value)?))),
-            );
-        }
+        apply_call_config(layers, self.config.as_ref());
         layers.overrides = ConfigOverrides {
             model: self.model.clone(),
             profile: self.profile.clone(),
             cwd: self.cwd.as_ref().map(Into::into),
-            approval_policy: self.approval_policy.map(|p| match p {
-                ApprovalPolicyParam::Untrusted => AskForApproval::Untrusted,
-                ApprovalPolicyParam::OnFailure => AskForApproval::OnFailure,
-                ApprovalPolicyParam::OnRequest => AskForApproval::OnRequest,
-                ApprovalPolicyParam::Never => AskForApproval::Never,
-            }),
-            sandbox_mode: self.sandbox.map(|s| match s {
-                SandboxModeParam::ReadOnly => SandboxMode::ReadOnly,
-                SandboxModeParam::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-                SandboxModeParam::DangerFullAccess => SandboxMode::DangerFullAccess,
-            }),
+            approval_policy: self.approval_policy.map(Into::into),
+            sandbox_mode: self.sandbox.map(Into::into),
             base_instructions: self.base_instructions.clone(),
             developer_instructions: self.developer_instructions.clone(),
             compact_prompt: self.compact_prompt.clone(),
             include_plan_tool: self.include_plan_tool,
         };
+    }
+}
+
+impl ConversationCreateParam {
+    /// Adds this call's settings to the server's config layers (per-call layer wins).
+    pub(crate) fn apply_to(&self, layers: &mut ConfigLayers) {
+        apply_call_config(layers, self.config.as_ref());
+        layers.overrides = ConfigOverrides {
+            model: self.model.clone(),
+            profile: self.profile.clone(),
+            cwd: self.cwd.as_ref().map(Into::into),
+            approval_policy: self.approval_policy.map(Into::into),
+            sandbox_mode: self.sandbox.map(Into::into),
+            base_instructions: self.base_instructions.clone(),
+            ..ConfigOverrides::default()
+        };
+    }
+}
+
+/// Adds a call's `config` object (dotted paths) as the per-call override layer.
+fn apply_call_config(
+    layers: &mut ConfigLayers,
+    config: Option<&BTreeMap<String, serde_json::Value>>,
+) {
+    if let Some(config) = config {
+        layers.call_overrides.extend(
+            config
+                .iter()
+                .filter_map(|(key, value)| Some((key.clone(), json_to_toml(value)?))),
+        );
+    }
+}
+
+impl From<ApprovalPolicyParam> for AskForApproval {
+    fn from(policy: ApprovalPolicyParam) -> Self {
+        match policy {
+            ApprovalPolicyParam::Untrusted => Self::Untrusted,
+            ApprovalPolicyParam::OnFailure => Self::OnFailure,
+            ApprovalPolicyParam::OnRequest => Self::OnRequest,
+            ApprovalPolicyParam::Never => Self::Never,
+        }
+    }
+}
+
+impl From<SandboxModeParam> for SandboxMode {
+    fn from(mode: SandboxModeParam) -> Self {
+        match mode {
+            SandboxModeParam::ReadOnly => Self::ReadOnly,
+            SandboxModeParam::WorkspaceWrite => Self::WorkspaceWrite,
+            SandboxModeParam::DangerFullAccess => Self::DangerFullAccess,
+        }
     }
 }
 
@@ -144,13 +308,50 @@ pub(crate) fn tools() -> Vec<Tool> {
         )
         .with_title("Codex Reply")
         .with_raw_output_schema(output),
+        Tool::new(
+            CONVERSATION_CREATE_TOOL,
+            "Create a conversation with the coding agent and return its id at once. A non-empty `prompt` starts the first turn in the background; follow it with `conversationStream`.",
+            Arc::new(input_schema::<ConversationCreateParam>()),
+        )
+        .with_title("Create conversation")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationCreateResult>())),
+        Tool::new(
+            CONVERSATION_SEND_MESSAGE_TOOL,
+            "Send a conversation the next user message. Returns as soon as its turn is queued (behind a running one); cancelling this request interrupts that turn.",
+            Arc::new(input_schema::<ConversationSendMessageParam>()),
+        )
+        .with_title("Send message")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationSendMessageResult>())),
+        Tool::new(
+            CONVERSATION_STREAM_TOOL,
+            "Stream a conversation's events: `notifications/initial_state` with everything so far, then each new event as a notification named by its type. Approval questions are asked here. Cancelling this request pauses the stream; nothing is lost.",
+            Arc::new(input_schema::<ConversationStreamParam>()),
+        )
+        .with_title("Stream conversation")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationStreamResult>())),
+        Tool::new(
+            CONVERSATIONS_LIST_TOOL,
+            "List conversations, live and saved, newest first, with their titles.",
+            Arc::new(input_schema::<ConversationsListParam>()),
+        )
+        .with_title("List conversations")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationsListResult>())),
         crate::review_tool::review_tool(),
     ]
 }
 
 /// An input schema in the trimmed form Codex's clients know: `type`, `properties`, `required`.
 pub(crate) fn input_schema<T: JsonSchema>() -> JsonObject {
-    let settings = schemars::generate::SchemaSettings::draft2019_09().with(|s| {
+    trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_deserialize())
+}
+
+/// An output schema, trimmed like the input schemas.
+pub(crate) fn output_schema<T: JsonSchema>() -> JsonObject {
+    trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_serialize())
+}
+
+fn trimmed_schema<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> JsonObject {
+    let settings = settings.with(|s| {
         s.inline_subschemas = true;
     });
     let mut schema = settings

@@ -61,6 +61,7 @@ impl CallContext {
         serde_json::to_value(&self.request_id).unwrap_or(serde_json::Value::Null)
     }
 
+    /// The request id as Codex writes it in ids (`codex_mcp_tool_call_id`, submission ids).
     pub(crate) fn request_id_string(&self) -> String {
         match self.request_id_value() {
             serde_json::Value::String(s) => s,
@@ -114,11 +115,11 @@ pub(crate) async fn run_turn(
 ) -> CallToolResult {
     let thread_id = thread.id().to_string();
     let mut observer = McpTurn::new(call);
-    let approver = Arc::new(ElicitationApprover {
-        peer: call.peer.clone(),
-        tool_call_id: call.request_id_string(),
-        cwd: thread.config().cwd.clone(),
-    });
+    let approver = Arc::new(ElicitationApprover::new(
+        call.peer.clone(),
+        call.request_id_string(),
+        thread.config().cwd.clone(),
+    ));
     let request = TurnRequest {
         submission_id: call.request_id_string(),
         items: vec![InputItem::Text { text: prompt }],
@@ -183,11 +184,22 @@ impl TurnObserver for McpTurn<'_> {
 }
 
 /// Asks approval questions as `elicitation/create` on the call's connection.
-struct ElicitationApprover {
+pub(crate) struct ElicitationApprover {
     peer: Peer<RoleServer>,
     tool_call_id: String,
     /// The session's working directory: paths under it are shown relative to it.
     cwd: PathBuf,
+}
+
+impl ElicitationApprover {
+    /// Asks on `peer` for the request `tool_call_id`, about a thread working in `cwd`.
+    pub(crate) fn new(peer: Peer<RoleServer>, tool_call_id: String, cwd: PathBuf) -> Self {
+        Self {
+            peer,
+            tool_call_id,
+            cwd,
+        }
+    }
 }
 
 impl Approver for ElicitationApprover {

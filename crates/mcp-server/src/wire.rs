@@ -33,6 +33,15 @@ impl CustomMethod for ApprovalElicitation {
     type Params = ApprovalElicitationParams;
 }
 
+/// `notifications/initial_state`: everything a conversation has reported so far, the
+/// first message of a `conversationStream`.
+pub(crate) struct InitialState;
+
+impl CustomMethod for InitialState {
+    const METHOD: &'static str = "notifications/initial_state";
+    type Params = InitialStateParams;
+}
+
 /// Builds the notification for a custom method.
 pub(crate) fn notification<M: CustomMethod>(params: &M::Params) -> ServerNotification {
     ServerNotification::CustomNotification(CustomNotification::new(
@@ -47,6 +56,51 @@ pub(crate) fn request<M: CustomMethod>(params: &M::Params) -> ServerRequest {
         M::METHOD,
         serde_json::to_value(params).ok(),
     ))
+}
+
+/// One live event of a conversation stream: the notification's method is the event's
+/// own type (`agent_message`, `task_complete`, …), as seed 003's clients read them.
+pub(crate) fn conversation_event(msg: &EventMsg) -> Option<ServerNotification> {
+    let params = serde_json::to_value(ConversationEventParams { msg })
+        .inspect_err(|err| tracing::warn!("cannot serialize an event: {err}"))
+        .ok()?;
+    // The method is serde's tag of the event, so it can never disagree with `msg.type`.
+    let method = params["msg"]["type"].as_str()?.to_string();
+    Some(ServerNotification::CustomNotification(
+        CustomNotification::new(method, Some(params)),
+    ))
+}
+
+/// Params of a live conversation event, and one entry of `initial_state`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ConversationEventParams<M> {
+    /// The event.
+    pub(crate) msg: M,
+}
+
+/// Params of `notifications/initial_state`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct InitialStateParams {
+    /// Which conversation the state is of.
+    #[serde(rename = "_meta")]
+    pub(crate) meta: ConversationMeta,
+    /// The state.
+    pub(crate) initial_state: InitialStatePayload,
+}
+
+/// `_meta` of `notifications/initial_state`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ConversationMeta {
+    /// The conversation (thread) id.
+    #[serde(rename = "conversationId")]
+    pub(crate) conversation_id: String,
+}
+
+/// The conversation so far.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct InitialStatePayload {
+    /// Every event since the conversation was created, in order.
+    pub(crate) events: Vec<ConversationEventParams<EventMsg>>,
 }
 
 /// Params of `codex/event`.
@@ -210,6 +264,40 @@ mod tests {
                 "{reply}"
             );
         }
+    }
+
+    #[test]
+    fn a_conversation_event_is_sent_under_its_own_type_with_msg_only() {
+        let msg = EventMsg::AgentMessage(deputy_protocol::AgentMessageEvent {
+            message: "Done".into(),
+        });
+        let ServerNotification::CustomNotification(note) = conversation_event(&msg).unwrap() else {
+            panic!("a custom notification")
+        };
+        assert_eq!(note.method, "agent_message");
+        assert_eq!(
+            note.params,
+            Some(json!({"msg": {"type": "agent_message", "message": "Done"}}))
+        );
+    }
+
+    #[test]
+    fn initial_state_serializes_as_seed_003_reads_it() {
+        let params = InitialStateParams {
+            meta: ConversationMeta {
+                conversation_id: "c".into(),
+            },
+            initial_state: InitialStatePayload {
+                events: vec![ConversationEventParams {
+                    msg: EventMsg::ShutdownComplete,
+                }],
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({"_meta": {"conversationId": "c"},
+                   "initial_state": {"events": [{"msg": {"type": "shutdown_complete"}}]}})
+        );
     }
 
     #[test]

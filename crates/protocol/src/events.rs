@@ -56,6 +56,8 @@ pub enum EventMsg {
     PlanUpdate(UpdatePlanArgs),
     /// Token usage after a model response.
     TokenCount(TokenCountEvent),
+    /// The history was replaced by a summary of it (automatically or on request).
+    ContextCompacted(ContextCompactedEvent),
     /// The model stream failed and is being retried.
     StreamError(StreamErrorEvent),
     /// Something non-fatal the user should know.
@@ -433,6 +435,10 @@ pub struct TokenCountEvent {
     /// Always null: deputy does not track provider rate limits.
     pub rate_limits: Option<serde_json::Value>,
 }
+
+/// Payload of `context_compacted` (empty, as in Codex).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextCompactedEvent {}
 
 /// Payload of `stream_error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

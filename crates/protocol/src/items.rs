@@ -33,6 +33,8 @@ pub enum ThreadItem {
     EnteredReviewMode(EnteredReviewModeItem),
     /// The review ended, with its findings.
     ExitedReviewMode(ExitedReviewModeItem),
+    /// The history was compacted: summarized by the model and replaced by the summary.
+    ContextCompaction(ContextCompactionItem),
 }
 
 impl ThreadItem {
@@ -47,6 +49,7 @@ impl ThreadItem {
             Self::Plan(item) => &item.id,
             Self::EnteredReviewMode(item) => &item.id,
             Self::ExitedReviewMode(item) => &item.id,
+            Self::ContextCompaction(item) => &item.id,
         }
     }
 }
@@ -201,4 +204,28 @@ pub struct ExitedReviewModeItem {
     pub review: String,
     /// The findings; `None` when the review was interrupted.
     pub output: Option<ReviewOutputEvent>,
+}
+
+/// A compaction of the thread's history (automatic, or asked for with `Op::Compact`).
+/// Started when the summary is requested, completed once the history was replaced
+/// (`completed`) or when compacting failed or was interrupted (`failed`: the history
+/// is unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextCompactionItem {
+    /// Item id.
+    pub id: String,
+    /// Where it stands.
+    pub status: ContextCompactionStatus,
+}
+
+/// Where a compaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextCompactionStatus {
+    /// The summary is being written.
+    InProgress,
+    /// The history was replaced by the summary.
+    Completed,
+    /// No summary came (an error, or the turn was stopped); the history is as it was.
+    Failed,
 }

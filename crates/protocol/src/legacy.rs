@@ -4,10 +4,11 @@
 
 use crate::{
     AgentMessageEvent, AgentReasoningEvent, CommandExecutionItem, CommandExecutionStatus,
-    DeltaEvent, Event, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent,
-    ExecCommandOutputDeltaEvent, ExecCommandStatus, ExitedReviewModeEvent, FileChangeItem,
-    PatchApplyBeginEvent, PatchApplyEndEvent, PatchApplyEndStatus, PatchApplyStatus, ThreadEvent,
-    ThreadEventMsg, ThreadItem, UpdatePlanArgs, UserMessageEvent,
+    ContextCompactedEvent, ContextCompactionStatus, DeltaEvent, Event, EventMsg,
+    ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandStatus,
+    ExitedReviewModeEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
+    PatchApplyEndStatus, PatchApplyStatus, ThreadEvent, ThreadEventMsg, ThreadItem, UpdatePlanArgs,
+    UserMessageEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
@@ -24,7 +25,8 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
             | ThreadItem::EnteredReviewMode(_)
-            | ThreadItem::ExitedReviewMode(_) => Vec::new(),
+            | ThreadItem::ExitedReviewMode(_)
+            | ThreadItem::ContextCompaction(_) => Vec::new(),
         },
         ThreadEventMsg::ItemUpdated(e) => match &e.item {
             ThreadItem::CommandExecution(cmd) if cmd.started => {
@@ -40,7 +42,8 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
             | ThreadItem::EnteredReviewMode(_)
-            | ThreadItem::ExitedReviewMode(_) => Vec::new(),
+            | ThreadItem::ExitedReviewMode(_)
+            | ThreadItem::ContextCompaction(_) => Vec::new(),
         },
         ThreadEventMsg::ItemCompleted(e) => match &e.item {
             ThreadItem::EnteredReviewMode(review) => {
@@ -75,6 +78,11 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             ThreadItem::FileChange(patch) if patch.started => {
                 vec![EventMsg::PatchApplyEnd(patch_end(patch, &turn_id))]
             }
+            // Codex announces a compaction once it is done, with an empty payload; one
+            // that failed changed nothing, and the turn's error says why.
+            ThreadItem::ContextCompaction(c) if c.status == ContextCompactionStatus::Completed => {
+                vec![EventMsg::ContextCompacted(ContextCompactedEvent {})]
+            }
             ThreadItem::FileChange(patch) if patch.status == PatchApplyStatus::Declined => {
                 vec![
                     EventMsg::PatchApplyBegin(patch_begin(patch, &turn_id)),
@@ -86,7 +94,8 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
             ThreadItem::Reasoning(_)
             | ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
-            | ThreadItem::Plan(_) => Vec::new(),
+            | ThreadItem::Plan(_)
+            | ThreadItem::ContextCompaction(_) => Vec::new(),
         },
         ThreadEventMsg::AgentMessageDelta(d) => vec![EventMsg::AgentMessageDelta(DeltaEvent {
             delta: d.delta.clone(),
@@ -271,6 +280,33 @@ mod tests {
             item: command(CommandExecutionStatus::Failed, false),
         }));
         assert!(legacy_events(&cut_short).is_empty());
+    }
+
+    #[test]
+    fn a_completed_compaction_is_codex_context_compacted() {
+        let item = |status| {
+            ThreadItem::ContextCompaction(crate::ContextCompactionItem {
+                id: "item-9".into(),
+                status,
+            })
+        };
+        let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
+            item: item(ContextCompactionStatus::InProgress),
+        }));
+        assert!(legacy_events(&started).is_empty());
+        let failed = event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: item(ContextCompactionStatus::Failed),
+        }));
+        assert!(legacy_events(&failed).is_empty(), "nothing was compacted");
+        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: item(ContextCompactionStatus::Completed),
+        })));
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            serde_json::to_value(&done[0].msg).unwrap(),
+            serde_json::json!({"type": "context_compacted"})
+        );
+        assert_eq!(done[0].id, "3");
     }
 
     #[test]

@@ -39,6 +39,12 @@ pub enum Op {
         /// What to review.
         request: ReviewRequest,
     },
+    /// Compact the history now, as a turn of its own (`/compact`): the model summarizes
+    /// the conversation and the summary replaces it. `Thread::submit_compact` builds it.
+    Compact {
+        /// The compaction turn's id (minted by the engine's thread handle).
+        turn_id: String,
+    },
     /// Stop turn `turn_id` (running: kill its commands; queued: drop it) and emit
     /// `turn_aborted`; a turn that already ended makes this a no-op.
     Interrupt {

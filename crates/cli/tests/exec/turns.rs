@@ -190,7 +190,7 @@ fn multi_step_task_over_the_chat_wire_api_sends_tool_messages() {
 }
 
 #[test]
-fn json_mode_prints_one_event_per_line_with_command_output_deltas() {
+fn json_events_mode_prints_one_codex_event_per_line_with_command_output_deltas() {
     let server = MockModelServer::start();
     server.push_all([
         MockResponse::function_call_turn(
@@ -202,7 +202,7 @@ fn json_mode_prints_one_event_per_line_with_command_output_deltas() {
     ]);
     let home = home_for(&server);
 
-    let run = exec(&home, &["--json", "run it"]);
+    let run = exec(&home, &["--json-events", "run it"]);
 
     run.assert_code(0);
     let events = json_lines(&run.stdout);
@@ -278,12 +278,12 @@ fn update_plan_is_shown_on_stderr_and_acknowledged_to_the_model() {
 }
 
 #[test]
-fn update_plan_is_a_plan_update_event_in_json_mode() {
+fn update_plan_is_a_plan_update_event_in_json_events_mode() {
     let server = MockModelServer::start();
     plan_turns(&server);
     let home = home_for(&server);
 
-    let run = exec(&home, &["--json", "plan it"]);
+    let run = exec(&home, &["--json-events", "plan it"]);
 
     run.assert_code(0);
     let events = json_lines(&run.stdout);
@@ -317,14 +317,18 @@ fn apply_patch_heredoc_in_shell_command_is_applied_as_a_patch() {
     run.assert_code(0);
     let written = std::fs::read_to_string(home.workspace().join("hello.py")).expect("hello.py");
     assert_eq!(written, "print(\"hello from deputy\")\n");
-    let types: Vec<String> = json_lines(&run.stdout)
+    let item_types: Vec<String> = json_lines(&run.stdout)
         .iter()
-        .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+        .filter(|e| e["type"] == "item.completed")
+        .map(|e| e["item"]["type"].as_str().unwrap_or_default().to_string())
         .collect();
-    assert!(types.iter().any(|t| t == "patch_apply_begin"), "{types:?}");
     assert!(
-        !types.iter().any(|t| t == "exec_command_begin"),
-        "{types:?}"
+        item_types.iter().any(|t| t == "file_change"),
+        "{item_types:?}"
+    );
+    assert!(
+        !item_types.iter().any(|t| t == "command_execution"),
+        "{item_types:?}"
     );
     let requests = all_requests(&server, 2);
     assert!(output_for(&requests[1], "call-heredoc").contains("hello.py"));

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, Prompt, ResponseEvent};
+use super::{ModelError, Prompt, ResponseEvent, says_context_too_long};
 
 /// The JSON body of a `POST /chat/completions` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -125,6 +125,10 @@ impl ChatDecoder {
                     .as_str()
                     .map_or_else(|| error.to_string(), str::to_owned),
             };
+            let code = error.get("code").and_then(Value::as_str);
+            if says_context_too_long(code, &message) {
+                return Err(ModelError::ContextWindowExceeded(message));
+            }
             return Err(ModelError::Failed(message));
         }
         if self.response_id.is_empty()
@@ -234,6 +238,8 @@ impl ChatDecoder {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    prompt_cache_hit_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     completion_tokens_details: Option<CompletionDetails>,
     total_tokens: Option<u64>,
@@ -258,6 +264,7 @@ impl From<WireUsage> for TokenUsage {
             cached_input_tokens: usage
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens)
                 .unwrap_or(0),
             output_tokens: output,
             reasoning_output_tokens: usage

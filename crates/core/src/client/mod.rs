@@ -99,4 +99,39 @@ pub enum ModelError {
     /// The provider is misconfigured (missing API key, bad URL…).
     #[error("{0}")]
     Config(String),
+    /// The request does not fit the model's context window (the provider's
+    /// `context_length_exceeded`, as an error status or a failed response).
+    #[error("the conversation is too long for the model's context window: {0}")]
+    ContextWindowExceeded(String),
+}
+
+impl ModelError {
+    /// Whether the request was refused for being longer than the model's context window.
+    pub fn is_context_window_exceeded(&self) -> bool {
+        matches!(self, Self::ContextWindowExceeded(_))
+    }
+}
+
+/// Whether a provider error (its `code` and message) says the request is longer than
+/// the model's context window. OpenAI sends the code `context_length_exceeded`;
+/// other servers only say so in words, which vary.
+pub(crate) fn says_context_too_long(code: Option<&str>, message: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "context_window",
+        "maximum context",
+        "prompt is too long",
+        "too many tokens",
+        "exceeds the available context",
+        "input is too long",
+    ];
+    if code
+        .is_some_and(|code| code == "context_length_exceeded" || code == "context_window_exceeded")
+    {
+        return true;
+    }
+    let message = message.to_ascii_lowercase();
+    PHRASES.iter().any(|phrase| message.contains(phrase))
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::retry::{backoff, is_retryable_status, requested_delay};
 use super::stream::ResponseStream;
-use super::{ModelError, Prompt, RetryNotice, chat, responses};
+use super::{ModelError, Prompt, RetryNotice, chat, responses, says_context_too_long};
 use crate::config::ModelProviderInfo;
 
 /// How long establishing a connection may take; the response itself has no
@@ -145,9 +145,18 @@ impl ModelClient {
             return Ok(response);
         }
         let delay = requested_delay(response.headers(), SystemTime::now());
+        let body = error_body(response, idle).await;
+        // Too long for the model: the engine compacts the history and tries again.
+        if matches!(status.as_u16(), 400 | 413)
+            && says_context_too_long(body.code.as_deref(), &body.message)
+        {
+            return Err(Failure::Final(ModelError::ContextWindowExceeded(
+                body.message,
+            )));
+        }
         let error = ModelError::Http {
             status: status.as_u16(),
-            message: error_message(response, idle).await,
+            message: body.message,
         };
         if is_retryable_status(status) {
             Err(Failure::Retryable(error, delay))
@@ -248,9 +257,16 @@ fn install_crypto_provider() {
     });
 }
 
-/// The provider's message from an error response: `error.message` of a JSON
-/// body, else the body text, trimmed and capped.
-async fn error_message(response: reqwest::Response, idle: Duration) -> String {
+/// What an error response says.
+struct ErrorBody {
+    /// `error.message` of a JSON body, else the body text, trimmed and capped.
+    message: String,
+    /// `error.code` (or `error.type`) of a JSON body.
+    code: Option<String>,
+}
+
+/// The provider's message and code from an error response.
+async fn error_body(response: reqwest::Response, idle: Duration) -> ErrorBody {
     let status = response.status();
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
@@ -260,22 +276,28 @@ async fn error_message(response: reqwest::Response, idle: Duration) -> String {
             break;
         }
     }
-    let from_json = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|json| {
-            let error = json.get("error")?;
-            let message = error.get("message").or(Some(error))?;
-            message.as_str().map(str::to_owned)
-        });
+    let json = serde_json::from_slice::<Value>(&body).ok();
+    let error = json.as_ref().and_then(|json| json.get("error"));
+    let from_json = error.and_then(|error| {
+        let message = error.get("message").or(Some(error))?;
+        message.as_str().map(str::to_owned)
+    });
+    let code = error.and_then(|error| {
+        ["code", "type"]
+            .iter()
+            .find_map(|field| error.get(field).and_then(Value::as_str))
+            .map(str::to_owned)
+    });
     let message = from_json.unwrap_or_else(|| {
         let text = String::from_utf8_lossy(&body);
         truncate(text.trim(), ERROR_MESSAGE_CAP).to_owned()
     });
-    if message.is_empty() {
+    let message = if message.is_empty() {
         status.canonical_reason().unwrap_or("no message").to_owned()
     } else {
         message
-    }
+    };
+    ErrorBody { message, code }
 }
 
 /// The longest prefix of `text` within `max` bytes that ends on a character boundary.

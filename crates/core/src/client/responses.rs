@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, Prompt, ResponseEvent};
+use super::{ModelError, Prompt, ResponseEvent, says_context_too_long};
 
 /// The JSON body of a `POST /responses` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -96,7 +96,7 @@ impl ResponsesDecoder {
             "response.completed" => return Ok(Decoded::Done(vec![completed(&data)])),
             "response.failed" => {
                 let error = &data["response"]["error"];
-                return Err(ModelError::Failed(error_message(error)));
+                return Err(failure(error));
             }
             "response.incomplete" => {
                 let reason = data["response"]["incomplete_details"]["reason"]
@@ -106,7 +106,7 @@ impl ResponsesDecoder {
             }
             "error" => {
                 let error = data.get("error").unwrap_or(&data);
-                return Err(ModelError::Failed(error_message(error)));
+                return Err(failure(error));
             }
             _ => Vec::new(),
         };
@@ -118,6 +118,17 @@ impl ResponsesDecoder {
         Err(ModelError::Stream(
             "stream closed before response.completed".into(),
         ))
+    }
+}
+
+/// The error a failed response stands for: too long for the context window, or other.
+fn failure(error: &Value) -> ModelError {
+    let message = error_message(error);
+    let code = error.get("code").and_then(Value::as_str);
+    if says_context_too_long(code, &message) {
+        ModelError::ContextWindowExceeded(message)
+    } else {
+        ModelError::Failed(message)
     }
 }
 
@@ -213,7 +224,10 @@ impl From<WireUsage> for TokenUsage {
                 .output_tokens_details
                 .and_then(|d| d.reasoning_tokens)
                 .unwrap_or(0),
-            total_tokens: usage.total_tokens.unwrap_or(0),
+            // Some servers leave the total out; it is input plus output by definition.
+            total_tokens: usage
+                .total_tokens
+                .unwrap_or(usage.input_tokens.unwrap_or(0) + usage.output_tokens.unwrap_or(0)),
         }
     }
 }

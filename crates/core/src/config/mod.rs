@@ -28,6 +28,8 @@ pub const DEFAULT_PROVIDER: &str = "openai";
 pub const DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT: usize = 10_000;
 /// How long an approval request waits for an answer before it counts as denied.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Most bytes of AGENTS.md instructions sent to the model.
+pub const DEFAULT_PROJECT_DOC_MAX_BYTES: usize = 32 * 1024;
 /// How long a thread may sit idle (no turn, nobody following it) before it is unloaded.
 pub const DEFAULT_THREAD_IDLE_UNLOAD: Duration = Duration::from_secs(30 * 60);
 
@@ -52,6 +54,9 @@ pub enum ConfigError {
         /// What is wrong, naming the key.
         message: String,
     },
+    /// Several problems in one file, first line first.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<ConfigError>),
     /// An override (`-c` or per-call) is malformed or has the wrong type.
     #[error("invalid override: {0}")]
     Override(String),
@@ -97,6 +102,7 @@ struct ConfigToml {
     developer_instructions: Option<String>,
     compact_prompt: Option<String>,
     review_model: Option<String>,
+    project_doc_max_bytes: Option<usize>,
     include_plan_tool: Option<bool>,
     #[serde(default)]
     sandbox_workspace_write: SandboxWorkspaceWrite,
@@ -163,10 +169,14 @@ pub struct Config {
     pub review_model: Option<String>,
     /// Whether `update_plan` is offered to the model.
     pub include_plan_tool: bool,
-    /// Compact history past this many tokens.
+    /// `model_auto_compact_token_limit`: compact the history past this many tokens
+    /// (see [`Config::auto_compact_token_limit`] for the default).
     pub model_auto_compact_token_limit: Option<u64>,
-    /// The model's context window, when known.
+    /// `model_context_window`: overrides the built-in window of the model
+    /// (see [`Config::context_window`]).
     pub model_context_window: Option<u64>,
+    /// Most bytes of AGENTS.md instructions sent to the model; 0 sends none.
+    pub project_doc_max_bytes: usize,
     /// Tool output to the model is truncated to about this many tokens.
     pub tool_output_token_limit: usize,
     /// How long to wait for an approval answer.
@@ -353,13 +363,19 @@ impl ConfigLayers {
             ))
         })?;
         let cwd = resolve_cwd(o.cwd.as_deref())?;
+        let model = o
+            .model
+            .clone()
+            .or(toml.model)
+            .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        if model.trim().is_empty() {
+            return Err(ConfigError::Semantic(
+                "`model` is empty: name a model, e.g. `-m gpt-5-codex`".into(),
+            ));
+        }
         Ok(Config {
             deputy_home: self.deputy_home.clone(),
-            model: o
-                .model
-                .clone()
-                .or(toml.model)
-                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            model,
             model_provider_id,
             model_provider,
             approval_policy: o
@@ -383,6 +399,9 @@ impl ConfigLayers {
                 .unwrap_or(true),
             model_auto_compact_token_limit: toml.model_auto_compact_token_limit,
             model_context_window: toml.model_context_window,
+            project_doc_max_bytes: toml
+                .project_doc_max_bytes
+                .unwrap_or(DEFAULT_PROJECT_DOC_MAX_BYTES),
             tool_output_token_limit: toml
                 .tool_output_token_limit
                 .unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
@@ -436,33 +455,143 @@ fn read_config_file(path: &Path) -> Result<(toml::Table, Vec<String>), ConfigErr
         line,
         message,
     };
-    let table: toml::Table = toml::from_str(&text).map_err(|e| {
-        invalid(
-            line_of(&text, e.span()),
-            format!("invalid TOML: {}", e.message().trim()),
-        )
-    })?;
+    let table: toml::Table = match toml::from_str(&text) {
+        Ok(table) => table,
+        Err(_) => {
+            // Every syntax error of the file, not just the first.
+            let (_, errors) = toml::de::DeTable::parse_recoverable(&text);
+            let errors = errors
+                .iter()
+                .map(|e| {
+                    invalid(
+                        line_of(&text, e.span()),
+                        format!("invalid TOML: {}", e.message().trim()),
+                    )
+                })
+                .collect();
+            return Err(several(errors));
+        }
+    };
     let mut warnings = Vec::new();
-    let deserializer = toml::de::Deserializer::parse(&text)
-        .map_err(|e| invalid(line_of(&text, e.span()), e.message().trim().to_string()))?;
     let mut unknown = |key: serde_ignored::Path<'_>| {
         warnings.push(format!(
             "{}: unknown config key `{key}` (ignored)",
             path.display()
         ));
     };
-    let checked: Result<ConfigToml, _> = serde_path_to_error::deserialize(
-        serde_ignored::Deserializer::new(deserializer, &mut unknown),
-    );
-    if let Err(err) = checked {
-        let key = err.path().to_string();
-        let inner = err.into_inner();
-        return Err(invalid(
-            line_of(&text, inner.span()),
-            format!("invalid value for `{key}`: {}", inner.message().trim()),
-        ));
+    let errors = type_errors(&text, &mut unknown)
+        .into_iter()
+        .map(|(line, message)| invalid(line, message))
+        .collect::<Vec<_>>();
+    if !errors.is_empty() {
+        return Err(several(errors));
     }
     Ok((table, warnings))
+}
+
+/// One error as itself, several (sorted by line) as [`ConfigError::Several`].
+fn several(mut errors: Vec<ConfigError>) -> ConfigError {
+    let line = |e: &ConfigError| match e {
+        ConfigError::Invalid { line, .. } => *line,
+        _ => 0,
+    };
+    errors.sort_by_key(line);
+    if errors.len() == 1 {
+        errors.remove(0)
+    } else {
+        ConfigError::Several(errors)
+    }
+}
+
+/// Every type error of a well-formed config file as `(line, message)`, reporting unknown
+/// keys to `unknown`. Each top-level key (and each entry of a top-level table) is checked
+/// on its own, so that one bad value does not hide the next.
+fn type_errors(
+    text: &str,
+    unknown: &mut dyn FnMut(serde_ignored::Path<'_>),
+) -> Vec<(usize, String)> {
+    use toml::Spanned;
+    use toml::de::{DeTable, DeValue};
+    let Ok(root) = DeTable::parse(text) else {
+        return Vec::new();
+    };
+    let span = root.span();
+    let mut errors = Vec::new();
+    let check = |table: DeTable<'_>, unknown: &mut dyn FnMut(serde_ignored::Path<'_>)| {
+        let deserializer = toml::de::Deserializer::from(Spanned::new(span.clone(), table));
+        let mut report = |key: serde_ignored::Path<'_>| unknown(key);
+        let checked: Result<ConfigToml, _> = serde_path_to_error::deserialize(
+            serde_ignored::Deserializer::new(deserializer, &mut report),
+        );
+        checked.err().map(|err| {
+            let key = err.path().to_string();
+            let inner = err.into_inner();
+            (
+                line_of(text, inner.span()),
+                format!(
+                    "invalid value for `{key}`: {}",
+                    plain_message(inner.message())
+                ),
+            )
+        })
+    };
+    for (key, value) in root.into_inner() {
+        let whole = |value| DeTable::from_iter([(key.clone(), value)]);
+        let entries: Vec<_> = match value.get_ref() {
+            DeValue::Table(entries) if entries.len() > 1 => entries.clone().into_iter().collect(),
+            _ => Vec::new(),
+        };
+        let Some(error) = check(whole(value.clone()), &mut *unknown) else {
+            continue;
+        };
+        // A table with an error: look at its entries one by one for all of them.
+        let mut ignore = |_: serde_ignored::Path<'_>| {};
+        let found: Vec<_> = entries
+            .into_iter()
+            .filter_map(|entry| {
+                let one = Spanned::new(value.span(), DeValue::Table(DeTable::from_iter([entry])));
+                check(whole(one), &mut ignore)
+            })
+            .collect();
+        if found.is_empty() {
+            errors.push(error);
+        } else {
+            errors.extend(found);
+        }
+    }
+    errors.sort();
+    errors.dedup();
+    errors
+}
+
+/// A serde message in the words of a config file: "expected an integer", not "expected
+/// usize"; "expected X, found Y" for a value of the wrong type.
+pub(crate) fn plain_message(message: &str) -> String {
+    let message = message.trim();
+    let wanted = |expected: &str| -> String {
+        let expected = expected.trim();
+        match expected {
+            "usize" | "u8" | "u16" | "u32" | "u64" | "u128" => "an integer (0 or more)".into(),
+            "isize" | "i8" | "i16" | "i32" | "i64" | "i128" => "an integer".into(),
+            "f32" | "f64" => "a number".into(),
+            "bool" | "a boolean" => "a boolean (true or false)".into(),
+            "a sequence" => "an array".into(),
+            "a map" => "a table".into(),
+            other if other.starts_with("struct ") || other.starts_with("a map") => "a table".into(),
+            other => other.to_string(),
+        }
+    };
+    if let Some(rest) = message.strip_prefix("invalid type: ")
+        && let Some((found, expected)) = rest.rsplit_once(", expected ")
+    {
+        return format!("expected {}, found {found}", wanted(expected));
+    }
+    if let Some(rest) = message.strip_prefix("invalid value: ")
+        && let Some((found, expected)) = rest.rsplit_once(", expected ")
+    {
+        return format!("expected {}, found {found}", wanted(expected));
+    }
+    message.to_string()
 }
 
 fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> usize {
@@ -477,8 +606,15 @@ fn deserialize_checked<T: serde::de::DeserializeOwned>(
     mut on_unknown: impl FnMut(String),
 ) -> Result<T, String> {
     let mut unknown = |path: serde_ignored::Path<'_>| on_unknown(path.to_string());
-    serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut unknown))
-        .map_err(|err| format!("`{}`: {}", err.path(), err.inner()))
+    serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut unknown)).map_err(
+        |err| {
+            let key = err.path().to_string();
+            format!(
+                "invalid value for `{key}`: {}",
+                plain_message(err.into_inner().message())
+            )
+        },
+    )
 }
 
 #[cfg(test)]

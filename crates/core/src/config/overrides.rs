@@ -15,6 +15,11 @@ pub fn parse_cli_override(raw: &str) -> Result<(String, toml::Value), ConfigErro
         )));
     }
     let value = value.trim();
+    if value.is_empty() {
+        return Err(ConfigError::Override(format!(
+            "`-c {raw}` has no value: write `-c {key}=VALUE`"
+        )));
+    }
     let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
         .ok()
         .and_then(|mut table| table.remove("v"))

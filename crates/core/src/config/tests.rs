@@ -226,3 +226,62 @@ fn unknown_provider_key_warns_like_any_other_unknown_key() {
         config.warnings
     );
 }
+
+#[test]
+fn every_error_of_a_file_is_reported_in_line_order() {
+    let home = home_with(
+        "model = 3\ntool_output_token_limit = \"x\"\n\n[sandbox_workspace_write]\n\
+         network_access = \"yes\"\nwritable_roots = \"/tmp\"\n",
+    );
+    let err = layers(&home).load().unwrap_err().to_string();
+    let file = home.path().join("config.toml").display().to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    for (line, (number, key)) in lines.iter().zip([
+        (1, "model"),
+        (2, "tool_output_token_limit"),
+        (5, "sandbox_workspace_write.network_access"),
+        (6, "sandbox_workspace_write.writable_roots"),
+    ]) {
+        assert!(line.starts_with(&format!("{file}:{number}: ")), "{err}");
+        assert!(line.contains(&format!("`{key}`")), "{err}");
+    }
+}
+
+#[test]
+fn every_syntax_error_of_a_file_is_reported() {
+    let home = home_with("a = \nb = \"ok\"\nc = ]\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    let file = home.path().join("config.toml").display().to_string();
+    assert!(err.starts_with(&format!("{file}:1: invalid TOML")), "{err}");
+    assert!(err.contains(&format!("\n{file}:3: invalid TOML")), "{err}");
+}
+
+#[test]
+fn type_errors_are_worded_for_config_files_and_name_the_key_once() {
+    let home = tempfile::tempdir().unwrap();
+    let mut layers = layers(&home);
+    layers.cli_overrides = vec![parse_cli_override("tool_output_token_limit=lots").unwrap()];
+    assert_eq!(
+        layers.load().unwrap_err().to_string(),
+        "invalid override: invalid value for `tool_output_token_limit`: \
+         expected an integer (0 or more), found string \"lots\""
+    );
+    assert_eq!(
+        plain_message("invalid type: integer `3`, expected a boolean"),
+        "expected a boolean (true or false), found integer `3`"
+    );
+    assert_eq!(
+        plain_message("invalid type: string \"x\", expected a sequence"),
+        "expected an array, found string \"x\""
+    );
+}
+
+#[test]
+fn an_empty_override_value_and_an_empty_model_are_refused() {
+    let err = parse_cli_override("model=").unwrap_err().to_string();
+    assert!(err.contains("`-c model=` has no value"), "{err}");
+    let home = home_with("model = \"\"\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(err.contains("`model` is empty"), "{err}");
+}

@@ -75,8 +75,66 @@ pub fn list_sessions(
     Ok(sessions)
 }
 
+/// One page of a listing by creation (see [`list_sessions_by_creation`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionPage {
+    /// The sessions, newest first.
+    pub sessions: Vec<SessionSummary>,
+    /// Whether older sessions remain; the next page starts before the last one here.
+    pub more: bool,
+}
+
+/// Sessions under `home` by creation, newest first: those created before session
+/// `before` when given (its id is the cursor), at most `limit`. Thread ids are UUIDv7,
+/// so their order is their creation order and is read from the file names; unlike
+/// [`list_sessions`]'s order by modification time it does not change while a client
+/// pages through it. Unreadable rollouts are left out.
+pub fn list_sessions_by_creation(
+    home: &Path,
+    before: Option<&str>,
+    limit: usize,
+) -> Result<SessionPage, RolloutError> {
+    let before = before.map(|id| {
+        uuid::Uuid::parse_str(id).map_or_else(|_| id.to_string(), |u| u.hyphenated().to_string())
+    });
+    let mut files = Vec::new();
+    collect_rollouts(&sessions_dir(home), 0, &mut files)?;
+    let mut files: Vec<(String, PathBuf, SystemTime)> = files
+        .into_iter()
+        .filter_map(|(path, updated)| Some((id_of_file(&path)?, path, updated)))
+        .filter(|(id, _, _)| before.as_ref().is_none_or(|before| id < before))
+        .collect();
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut files = files.into_iter();
+    let mut sessions = Vec::new();
+    while sessions.len() < limit {
+        let Some((_, path, updated)) = files.next() else {
+            break;
+        };
+        match summarize(&path, updated) {
+            // A review's reviewer belongs to its parent; it is not a session of its own.
+            Ok(summary) if summary.parent_thread_id.is_none() => sessions.push(summary),
+            Ok(_) => {}
+            Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
+        }
+    }
+    Ok(SessionPage {
+        sessions,
+        more: files.next().is_some(),
+    })
+}
+
+/// The thread id in a rollout's file name (`rollout-<time>-<id>.jsonl`), canonical.
+fn id_of_file(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
+    let id = name.get(name.len().checked_sub(36)?..)?;
+    uuid::Uuid::parse_str(id)
+        .ok()
+        .map(|u| u.hyphenated().to_string())
+}
+
 /// Gathers `rollout-*.jsonl` files of `sessions/YYYY/MM/DD` with their mtimes.
-fn collect_rollouts(
+pub(super) fn collect_rollouts(
     dir: &Path,
     depth: usize,
     out: &mut Vec<(PathBuf, SystemTime)>,
@@ -165,8 +223,9 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
     })
 }
 
-/// The first [`PREVIEW_CHARS`] characters of `text` with whitespace runs as single spaces.
-fn one_line_preview(text: &str) -> String {
+/// The first [`PREVIEW_CHARS`] characters of `text` with whitespace runs as single
+/// spaces, as listings show a first prompt.
+pub fn one_line_preview(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let joined = words.join(" ");
     match joined.char_indices().nth(PREVIEW_CHARS) {

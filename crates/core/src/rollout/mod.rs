@@ -3,9 +3,11 @@
 //! Each line is `{"timestamp":"…Z","type":…,"payload":…}` with `type` one of
 //! `session_meta` (the first line: who, where, with which settings),
 //! `response_item` (an item as it entered the model history), `turn_context`
-//! (the settings a turn started with) and `event` (an entry of the thread's event
+//! (the settings a turn started with), `event` (an entry of the thread's event
 //! log, with its `seq`: everything but streaming deltas, large outputs cut to
-//! head and tail). Files written before the event log hold `event_msg` lines
+//! head and tail) and `compacted` (the history was replaced by a summary: the
+//! history from there on is its `replacement_history`, so a resumed thread loads
+//! the compacted history, not the whole past). Files written before the event log hold `event_msg` lines
 //! (a few Codex events), which are still read.
 //!
 //! The file lives at `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl`,
@@ -14,6 +16,7 @@
 //! (with an exclusive `flock`), and [`load_rollout`] rebuilds a thread's history
 //! from it, tolerating a torn last line left by a killed process.
 
+mod ids;
 mod list;
 mod paths;
 mod reader;
@@ -29,7 +32,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, SandboxWorkspaceWrite};
 
-pub use list::{SessionSummary, list_sessions};
+pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
+pub use list::{
+    SessionPage, SessionSummary, list_sessions, list_sessions_by_creation, one_line_preview,
+};
 pub use paths::{find_rollout, rollout_path, sessions_dir};
 pub use reader::{ResumedSession, RolloutContents, load_rollout, read_events, read_rollout};
 pub use recorder::RolloutRecorder;
@@ -109,6 +115,9 @@ pub struct SessionMeta {
     /// The caller's developer instructions, if any (already in the history).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub developer_instructions: Option<String>,
+    /// The caller's prompt for compaction summaries, if any (it outlives a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_prompt: Option<String>,
     /// Whether `update_plan` is offered to the model.
     #[serde(default = "yes")]
     pub include_plan_tool: bool,
@@ -140,6 +149,7 @@ impl SessionMeta {
             sandbox_workspace_write: config.sandbox_workspace_write.clone(),
             base_instructions: config.base_instructions.clone(),
             developer_instructions: config.developer_instructions.clone(),
+            compact_prompt: config.compact_prompt.clone(),
             include_plan_tool: config.include_plan_tool,
             cli_version: env!("CARGO_PKG_VERSION").to_string(),
             source,
@@ -176,6 +186,15 @@ impl TurnContextRecord {
     }
 }
 
+/// Payload of a `compacted` line: the history was compacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactedRecord {
+    /// The summary message the compacted history ends with.
+    pub message: String,
+    /// The whole history after compaction; later `response_item` lines extend it.
+    pub replacement_history: Vec<ResponseItem>,
+}
+
 /// One line of a rollout, without its timestamp.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "payload", rename_all = "snake_case")]
@@ -190,6 +209,8 @@ pub enum RolloutItem {
     Event(ThreadEvent),
     /// A Codex event, as files written before the event log kept them; read, never written.
     EventMsg(EventMsg),
+    /// The history was replaced by a compacted one.
+    Compacted(CompactedRecord),
 }
 
 /// Whether an event is written to the rollout. Streaming deltas are left out:

@@ -131,6 +131,8 @@ pub(crate) fn resumed_from_bytes(
             meta.get_or_insert(m);
         }
         RolloutItem::ResponseItem(item) => history.push(item),
+        // Everything before a compaction is replaced by what it left.
+        RolloutItem::Compacted(compacted) => history = compacted.replacement_history,
         RolloutItem::TurnContext(context) => {
             turns += 1;
             last_turn_context = Some(context);

@@ -18,8 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::reader::{Tail, resumed_from_bytes};
 use super::{
-    ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord, encode_event_line,
-    encode_line, is_persisted_event, paths,
+    CompactedRecord, ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord,
+    encode_event_line, encode_line, is_persisted_event, paths,
 };
 
 /// Room for a turn's worth of records between flushes.
@@ -144,6 +144,13 @@ impl RolloutRecorder {
         let len = line.len();
         self.send(Command::Record(line));
         len
+    }
+
+    /// Queues a compaction: the history from here on is `compacted.replacement_history`.
+    pub fn record_compacted(&self, compacted: CompactedRecord) {
+        self.send(Command::Record(encode_line(&RolloutItem::Compacted(
+            compacted,
+        ))));
     }
 
     /// Queues the settings a turn starts with.

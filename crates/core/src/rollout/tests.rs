@@ -30,6 +30,7 @@ fn meta(id: &str, cwd: &Path) -> SessionMeta {
         },
         base_instructions: Some("be brief".into()),
         developer_instructions: None,
+        compact_prompt: None,
         include_plan_tool: false,
         cli_version: "0.1.0".into(),
         source: SessionSource::Exec,
@@ -428,6 +429,44 @@ async fn sessions_are_listed_newest_first_with_preview_turns_and_cwd_filter() {
             .expect("empty")
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn sessions_listed_by_creation_page_newest_first_whatever_was_written_last() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut ids = Vec::new();
+    for secs in [1_700_000_000u64, 1_710_000_000, 1_720_000_000] {
+        let id = id_at(secs);
+        let recorder =
+            RolloutRecorder::create(home.path(), &meta(&id, Path::new("/w")), &[]).expect("create");
+        recorder.record_event(&user_message(1, format!("  about\n{secs}  ")));
+        recorder.sync().await.expect("sync");
+        // The oldest is the most recently written: creation order must win.
+        let mtime = SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000_000 - secs);
+        std::fs::File::options()
+            .write(true)
+            .open(recorder.path())
+            .and_then(|f| f.set_modified(mtime))
+            .expect("set mtime");
+        ids.push(id);
+    }
+    ids.reverse();
+
+    let first = list_sessions_by_creation(home.path(), None, 2).expect("first page");
+    let listed: Vec<&str> = first.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(listed, [&ids[0], &ids[1]]);
+    assert!(first.more);
+    assert_eq!(first.sessions[0].first_prompt_preview, "about 1720000000");
+
+    let cursor = ids[1].to_uppercase();
+    let second = list_sessions_by_creation(home.path(), Some(&cursor), 2).expect("second page");
+    let listed: Vec<&str> = second.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(listed, [&ids[2]]);
+    assert!(!second.more);
+
+    let all = list_sessions_by_creation(home.path(), None, 3).expect("all");
+    assert_eq!(all.sessions.len(), 3);
+    assert!(!all.more);
 }
 
 /// Resumes `path`, waiting for an earlier recorder of it to close.

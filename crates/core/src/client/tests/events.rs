@@ -198,3 +198,29 @@ async fn malformed_json_is_a_stream_error_naming_the_event() {
         "{events:?}"
     );
 }
+
+#[tokio::test]
+async fn chat_usage_takes_cached_tokens_under_either_name() {
+    let body = chat_sse(&[
+        json!({"id": "c", "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}),
+        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 5,
+            "total_tokens": 55, "prompt_cache_hit_tokens": 32, "prompt_cache_miss_tokens": 18,
+            "completion_tokens_details": {"reasoning_tokens": 3}}}),
+    ]);
+    let server = TestServer::start(vec![Reply::Sse(body)]).await;
+    let events = run(provider(&server.base_url, WireApi::Chat), &prompt(vec![])).await;
+
+    assert_eq!(
+        events.ok_events().last(),
+        Some(&ResponseEvent::Completed {
+            response_id: "c".into(),
+            token_usage: Some(TokenUsage {
+                input_tokens: 50,
+                cached_input_tokens: 32,
+                output_tokens: 5,
+                reasoning_output_tokens: 3,
+                total_tokens: 55,
+            }),
+        })
+    );
+}

@@ -196,3 +196,82 @@ async fn server_silent_before_headers_hits_the_idle_timeout_without_retrying() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_request_too_long_for_the_window_is_context_window_exceeded_and_not_retried() {
+    let server = TestServer::start(vec![Reply::Status(
+        400,
+        vec![("content-type", "application/json")],
+        "{\"error\":{\"message\":\"Your input exceeds the context window of this model.\",\
+         \"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}",
+    )])
+    .await;
+    let mut provider = provider(&server.base_url, WireApi::Responses);
+    provider.request_max_retries = Some(3);
+    let outcome = run(provider, &prompt(vec![])).await;
+
+    assert!(outcome.retries.is_empty());
+    let error = outcome.error();
+    assert!(error.is_context_window_exceeded(), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "the conversation is too long for the model's context window: Your input exceeds the context window of this model."
+    );
+}
+
+#[tokio::test]
+async fn a_chat_servers_413_that_says_so_in_words_is_context_window_exceeded() {
+    let server = TestServer::start(vec![Reply::Status(
+        413,
+        vec![],
+        "{\"error\":{\"message\":\"prompt is too long: 40000 tokens > 32768 maximum\"}}",
+    )])
+    .await;
+    let outcome = run(provider(&server.base_url, WireApi::Chat), &prompt(vec![])).await;
+
+    assert!(outcome.error().is_context_window_exceeded());
+}
+
+#[tokio::test]
+async fn another_bad_request_stays_an_http_error() {
+    let server = TestServer::start(vec![Reply::Status(
+        400,
+        vec![],
+        "{\"error\":{\"message\":\"Invalid value for 'model'\",\"code\":\"invalid_value\"}}",
+    )])
+    .await;
+    let outcome = run(
+        provider(&server.base_url, WireApi::Responses),
+        &prompt(vec![]),
+    )
+    .await;
+
+    let error = outcome.error();
+    assert!(
+        matches!(&error, ModelError::Http { status: 400, message } if message == "Invalid value for 'model'"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_response_for_the_context_window_is_context_window_exceeded() {
+    let server = TestServer::start(vec![Reply::Sse(responses_sse(&[json!({
+        "type": "response.failed",
+        "response": {"id": "r", "error": {
+            "code": "context_length_exceeded",
+            "message": "Your input exceeds the context window of this model.",
+        }},
+    })]))])
+    .await;
+    let events = run(
+        provider(&server.base_url, WireApi::Responses),
+        &prompt(vec![]),
+    )
+    .await
+    .events();
+
+    assert!(
+        matches!(events.last(), Some(Err(error)) if error.is_context_window_exceeded()),
+        "{events:?}"
+    );
+}
