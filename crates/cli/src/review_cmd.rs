@@ -4,10 +4,13 @@
 //! verdict; with `--json`, the review output object instead. Progress (what the reviewer
 //! reads and runs) goes to stderr when stderr is a terminal. A review that ran exits 0
 //! whatever its verdict; one that could not run (not a git repository, an unknown branch
-//! or commit) exits 1 with the reason on stderr; an interrupted one exits 130.
+//! or commit) exits 1 with the reason on stderr; one stopped by SIGINT, SIGTERM or SIGHUP
+//! stops the reviewer's commands and exits with `128 + signal` (130 for Ctrl-C).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::time::Duration;
 
 use clap::{ArgGroup, Args};
 use deputy_core::ThreadManager;
@@ -20,6 +23,12 @@ use deputy_protocol::{
     ThreadEvent, legacy_events,
 };
 use tokio_util::sync::CancellationToken;
+
+use crate::signals::TerminationSignals;
+
+/// How long a review stopped by a signal gets to end (killing the reviewer's commands)
+/// before its thread is shut down all the same.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
 /// Arguments of `deputy review`.
 #[derive(Debug, Args)]
@@ -82,19 +91,12 @@ pub(crate) fn run(mut layers: ConfigLayers, args: ReviewArgs) -> anyhow::Result<
     };
     let config = layers.load()?;
     let json = args.json;
-    crate::runtime()?.block_on(async {
+    crate::run_to_end(crate::runtime()?, async {
+        let signals = TerminationSignals::install()?;
         crate::log_sandbox_support();
         let manager = ThreadManager::new(crate::launcher(), SessionSource::Exec);
         let thread = manager.start_thread(config)?;
         let cancel = CancellationToken::new();
-        let interrupt = {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                }
-            })
-        };
         let mut progress = Progress {
             shown: std::io::stderr().is_terminal(),
             wrote: false,
@@ -104,14 +106,33 @@ pub(crate) fn run(mut layers: ConfigLayers, args: ReviewArgs) -> anyhow::Result<
             request,
             replay_after: None,
         };
-        let driven = drive_review(&thread, request, &mut progress, &cancel).await;
-        interrupt.abort();
+        let (driven, signal) = {
+            let mut driven = pin!(drive_review(&thread, request, &mut progress, &cancel));
+            tokio::select! {
+                driven = &mut driven => (Some(driven), None),
+                signal = signals.received() => {
+                    cancel.cancel();
+                    let driven = tokio::time::timeout(INTERRUPT_GRACE, &mut driven).await.ok();
+                    (driven, Some(signal))
+                }
+            }
+        };
         if progress.wrote {
             // Sets the findings apart from the progress above them.
             let _ = writeln!(std::io::stderr());
         }
         let _ = thread.submit(Op::Shutdown);
         thread.closed().await;
+        if let Some(signal) = signal {
+            let _ = writeln!(
+                std::io::stderr(),
+                "deputy: review stopped by signal {signal}"
+            );
+            return Ok(128 + signal);
+        }
+        let Some(driven) = driven else {
+            anyhow::bail!("the review did not end");
+        };
         let driven = driven?;
         match (driven.turn.outcome, driven.output) {
             (TurnOutcome::Completed { .. }, Some(output)) => {

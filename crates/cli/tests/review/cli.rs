@@ -1,8 +1,11 @@
 //! `deputy review`, as a user runs it.
 
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
 use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 use pretty_assertions::assert_eq;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{Finished, deputy, finish};
 use crate::harness::WAIT;
@@ -190,4 +193,76 @@ fn one_target_at_a_time() {
         done.stderr
     );
     assert_eq!(server.request_count(), 0);
+}
+
+/// Live (not zombie) processes whose argv[0] is `marker`.
+fn running(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next())
+                .unwrap_or('X');
+            argv0 == marker.as_bytes() && !matches!(state, 'Z' | 'X' | 'x')
+        })
+        .collect()
+}
+
+/// Polls `done` until it holds or [`WAIT`] passes; returns whether it held.
+fn within_wait(mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > WAIT {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn sigterm_stops_the_review_and_the_reviewers_command() {
+    if let Err(why) = deputy_sandbox::probe() {
+        // The reviewer's commands run read-only in the sandbox, or not at all.
+        eprintln!("skipped: no sandbox here ({why})");
+        return;
+    }
+    let (server, home) = setup([]);
+    let marker = format!("deputy-review-sleeper-{}", std::process::id());
+    server.push(MockResponse::function_call_turn(
+        "call-sleep",
+        "shell_command",
+        json!({"command": format!("exec -a {marker} sleep 30")}),
+    ));
+    let mut command = deputy(&home, &["review"]);
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = command.spawn().expect("spawn deputy");
+    let started = within_wait(|| !running(&marker).is_empty());
+    // SAFETY: kill(2) has no memory-safety preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut status = None;
+    within_wait(|| {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let stopped = within_wait(|| running(&marker).is_empty());
+    for pid in running(&marker) {
+        // SAFETY: as above; the survivor must not outlive the test.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(started, "the reviewer's command never ran");
+    assert_eq!(status.and_then(|s| s.code()), Some(128 + libc::SIGTERM));
+    assert!(stopped, "the reviewer's command outlived deputy");
 }
