@@ -151,6 +151,7 @@ fn the_reviewer_sees_no_session_instructions_and_the_session_keeps_only_the_resu
     assert_ne!(next.body["instructions"], REVIEW_PROMPT);
     let whole = next.body.to_string();
     assert!(whole.contains("be terse"), "{whole}");
+    assert!(whole.contains("Always say hi."), "{whole}");
     assert_eq!(user_texts(next).last().map(String::as_str), Some("thanks"));
     assert!(whole.contains("Handle the empty list"), "{whole}");
     assert!(!whole.contains("Review guidelines"), "{whole}");
