@@ -1,5 +1,6 @@
 //! The `deputy` binary: parses arguments and wires the front doors to the engine.
 
+mod review_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
 mod signals;
@@ -46,6 +47,8 @@ enum Command {
     /// List saved sessions or show one.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Review a change in a git repository: findings on stdout, most urgent first.
+    Review(review_cmd::ReviewArgs),
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +222,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sessions(SessionsCommand::Show { id }) => {
             sessions_cmd::show(&layers.deputy_home, &id)
         }
+        Command::Review(args) => review_cmd::run(layers, args),
     }
 }
 

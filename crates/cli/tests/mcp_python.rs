@@ -99,7 +99,8 @@ fn the_python_sdk_lists_the_tools_and_runs_a_session() {
                 "conversationCreate",
                 "conversationSendMessage",
                 "conversationStream",
-                "conversationsList"
+                "conversationsList",
+                "review"
             ],
             "isError": false,
             "text": ["Python says hi."],

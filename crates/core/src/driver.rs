@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, InputItem, Op, ReviewDecision,
-    ThreadEvent, ThreadEventMsg, TurnAbortReason,
+    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, InputItem, ItemEvent, Op,
+    ReviewDecision, ReviewOutputEvent, ReviewRequest, ThreadEvent, ThreadEventMsg, ThreadItem,
+    TurnAbortReason,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -247,6 +248,26 @@ pub struct DrivenTurn {
     pub outcome: TurnOutcome,
 }
 
+/// A review to run as a turn (see `crate::review`).
+#[derive(Debug, Clone)]
+pub struct ReviewTurnRequest {
+    /// Echoed as the events' `submission_id` (Codex's event id).
+    pub submission_id: String,
+    /// What to review, and how.
+    pub request: ReviewRequest,
+    /// As [`TurnRequest::replay_after`].
+    pub replay_after: Option<u64>,
+}
+
+/// A review turn the driver ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DrivenReview {
+    /// The turn and how it ended.
+    pub turn: DrivenTurn,
+    /// The findings the review exited with; `None` when it was interrupted or failed.
+    pub output: Option<ReviewOutputEvent>,
+}
+
 /// Runs one turn on `thread` for a front door: delivers its events to `observer` in
 /// order (ending with the turn-ending event), asks `approver` about its approval
 /// requests, and interrupts it once `cancel` fires.
@@ -257,8 +278,102 @@ pub async fn drive_turn<A: Approver, O: TurnObserver>(
     observer: &mut O,
     cancel: &CancellationToken,
 ) -> Result<DrivenTurn, ThreadError> {
-    let mut events = thread.subscribe(request.replay_after.unwrap_or_else(|| thread.last_seq()));
-    let turn_id = thread.submit_turn(request.submission_id, request.items)?;
+    let TurnRequest {
+        submission_id,
+        items,
+        replay_after,
+    } = request;
+    drive(
+        thread,
+        replay_after,
+        |thread| thread.submit_turn(submission_id, items),
+        approver,
+        observer,
+        cancel,
+    )
+    .await
+}
+
+/// [`drive_turn`] for a review: submits `request` as a review turn and also returns the
+/// findings its `exited_review_mode` item carried. A review asks no questions (the
+/// reviewer runs read-only without approvals), so there is no approver.
+pub async fn drive_review<O: TurnObserver>(
+    thread: &Arc<Thread>,
+    request: ReviewTurnRequest,
+    observer: &mut O,
+    cancel: &CancellationToken,
+) -> Result<DrivenReview, ThreadError> {
+    let ReviewTurnRequest {
+        submission_id,
+        request,
+        replay_after,
+    } = request;
+    let mut observer = ReviewObserver {
+        inner: observer,
+        output: None,
+    };
+    let turn = drive(
+        thread,
+        replay_after,
+        |thread| thread.submit_review(submission_id, request),
+        Arc::new(Unasked),
+        &mut observer,
+        cancel,
+    )
+    .await?;
+    Ok(DrivenReview {
+        turn,
+        output: observer.output,
+    })
+}
+
+/// The approver of a review turn, which has nothing to ask: should a question come
+/// anyway, it is refused rather than left waiting.
+struct Unasked;
+
+impl Approver for Unasked {
+    fn ask(&self, _request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+        std::future::ready(Answer {
+            decision: ReviewDecision::Denied,
+            reason: Some("a review runs without approvals".to_string()),
+        })
+    }
+}
+
+/// Passes events on to the front door's observer, keeping the review's findings.
+struct ReviewObserver<'o, O> {
+    inner: &'o mut O,
+    output: Option<ReviewOutputEvent>,
+}
+
+impl<O: TurnObserver> TurnObserver for ReviewObserver<'_, O> {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        if let ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::ExitedReviewMode(exited),
+        }) = &event.msg
+        {
+            self.output = exited.output.clone();
+        }
+        self.inner.deliver(event).await;
+    }
+
+    async fn tick(&mut self) {
+        self.inner.tick().await;
+    }
+}
+
+/// The one driver loop: subscribes, submits the turn with `submit`, then follows it to
+/// its end.
+async fn drive<A: Approver, O: TurnObserver>(
+    thread: &Arc<Thread>,
+    replay_after: Option<u64>,
+    submit: impl FnOnce(&Thread) -> Result<String, ThreadError>,
+    approver: Arc<A>,
+    observer: &mut O,
+    cancel: &CancellationToken,
+) -> Result<DrivenTurn, ThreadError> {
+    let mut events = thread.subscribe(replay_after.unwrap_or_else(|| thread.last_seq()));
+    let turn_id = submit(thread)?;
     let mut router = ApprovalRouter::new(thread.clone(), approver);
     let mut interrupted = false;
     loop {

@@ -1,6 +1,7 @@
 //! deputy's MCP front door: `deputy mcp-server` speaks MCP over stdio and
 //! offers the tools `codex` (start a session, run its first turn) and
-//! `codex-reply` (run the next turn), wire-compatible with Codex's server.
+//! `codex-reply` (run the next turn), wire-compatible with Codex's server, and
+//! `review` (review a change in a git repository).
 //!
 //! Architecture invariant: no agent logic here — this crate translates
 //! `tools/call` into engine ops and engine events into `codex/event`
@@ -13,6 +14,7 @@ mod output;
 mod oversize;
 mod progress;
 mod request_ids;
+mod review_tool;
 mod server;
 mod stdio;
 mod tool_params;

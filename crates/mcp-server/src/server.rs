@@ -16,6 +16,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::review_tool::{self, REVIEW_TOOL};
 use crate::tool_params::{
     CODEX_REPLY_TOOL, CODEX_TOOL, CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL,
     CONVERSATION_STREAM_TOOL, CONVERSATIONS_LIST_TOOL, CodexReplyParam, CodexToolCallParam, tools,
@@ -233,6 +234,7 @@ impl ServerHandler for DeputyServer {
         let result = match request.name.as_ref() {
             CODEX_TOOL => self.call_codex(&call, args).await,
             CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
+            REVIEW_TOOL => review_tool::call_review(&self.manager, &self.layers, &call, args).await,
             CONVERSATION_CREATE_TOOL => self.conversations.create(&call, args).await,
             CONVERSATION_SEND_MESSAGE_TOOL => self.conversations.send_message(&call, args).await,
             CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,

@@ -336,16 +336,17 @@ pub(crate) fn tools() -> Vec<Tool> {
         )
         .with_title("List conversations")
         .with_raw_output_schema(Arc::new(output_schema::<ConversationsListResult>())),
+        crate::review_tool::review_tool(),
     ]
 }
 
 /// An input schema in the trimmed form Codex's clients know: `type`, `properties`, `required`.
-fn input_schema<T: JsonSchema>() -> JsonObject {
+pub(crate) fn input_schema<T: JsonSchema>() -> JsonObject {
     trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_deserialize())
 }
 
 /// An output schema, trimmed like the input schemas.
-fn output_schema<T: JsonSchema>() -> JsonObject {
+pub(crate) fn output_schema<T: JsonSchema>() -> JsonObject {
     trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_serialize())
 }
 

@@ -114,18 +114,7 @@ pub(crate) async fn run_turn(
     replay_after: Option<u64>,
 ) -> CallToolResult {
     let thread_id = thread.id().to_string();
-    let mut observer = McpTurn {
-        call,
-        progress: ProgressReporter::new(
-            call.peer.clone(),
-            call.progress_token.clone(),
-            call.client_gone.clone(),
-        ),
-        ticker: tokio::time::interval_at(
-            tokio::time::Instant::now() + PROGRESS_INTERVAL,
-            PROGRESS_INTERVAL,
-        ),
-    };
+    let mut observer = McpTurn::new(call);
     let approver = Arc::new(ElicitationApprover::new(
         call.peer.clone(),
         call.request_id_string(),
@@ -156,10 +145,28 @@ pub(crate) async fn run_turn(
 }
 
 /// One call's view of its turn: every event as `codex/event`, and progress.
-struct McpTurn<'a> {
+pub(crate) struct McpTurn<'a> {
     call: &'a CallContext,
     progress: ProgressReporter,
     ticker: tokio::time::Interval,
+}
+
+impl<'a> McpTurn<'a> {
+    /// The view of `call`: progress on its token, if it has one.
+    pub(crate) fn new(call: &'a CallContext) -> Self {
+        Self {
+            call,
+            progress: ProgressReporter::new(
+                call.peer.clone(),
+                call.progress_token.clone(),
+                call.client_gone.clone(),
+            ),
+            ticker: tokio::time::interval_at(
+                tokio::time::Instant::now() + PROGRESS_INTERVAL,
+                PROGRESS_INTERVAL,
+            ),
+        }
+    }
 }
 
 impl TurnObserver for McpTurn<'_> {

@@ -77,7 +77,7 @@ fn every_request_is_answered_with_a_result_or_method_not_found() {
         answers.insert(method.to_string(), answer);
     }
     let tools = answers["tools/list"]["tools"].as_array().map(Vec::len);
-    assert_eq!(tools, Some(6), "{answers:?}");
+    assert_eq!(tools, Some(7), "{answers:?}");
     answers.remove("tools/list");
     assert_eq!(
         Value::Object(answers),
@@ -182,7 +182,7 @@ fn a_second_initialize_is_refused_and_the_session_goes_on() {
         json!({"code": -32600, "message": "initialize called more than once"})
     );
     let tools = mcp.result(mcp.client.request("tools/list", json!({})));
-    assert_eq!(tools["tools"].as_array().map(Vec::len), Some(6));
+    assert_eq!(tools["tools"].as_array().map(Vec::len), Some(7));
 }
 
 #[test]

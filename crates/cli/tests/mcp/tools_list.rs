@@ -184,14 +184,16 @@ fn conversation_tools() -> Vec<Value> {
 }
 
 #[test]
-fn tools_list_offers_codex_codex_reply_and_the_conversation_tools_exactly() {
+fn tools_list_offers_codex_codex_reply_the_conversation_tools_and_review_exactly() {
     let mcp = Mcp::start();
     let mut listed = mcp.result(mcp.client.request("tools/list", json!({})));
-    let conversations = listed["tools"]
+    let mut conversations = listed["tools"]
         .as_array_mut()
         .map(|tools| tools.split_off(2.min(tools.len())))
         .unwrap_or_default();
+    let review = conversations.pop();
     assert_eq!(conversations, conversation_tools());
+    assert_eq!(review, Some(review_tool()));
     assert_eq!(
         listed,
         json!({"tools": [
@@ -280,4 +282,153 @@ fn tools_list_offers_codex_codex_reply_and_the_conversation_tools_exactly() {
             }
         ]})
     );
+}
+
+/// The `review` tool: a target that is a string or a one-key object, and an output
+/// schema naming every field of a successful result.
+fn review_tool() -> Value {
+    json!({
+        "name": "review",
+        "title": "Review",
+        "description": "Review a change in a git repository: the uncommitted changes (default), the changes against a base branch, one commit, or what custom instructions describe. An isolated reviewer reads the diff (and may run read-only commands) and returns findings by priority (0 = most urgent) with file and line, and an overall verdict. Failures (not a git repository, an unknown branch or commit) are errors without structured content.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "cwd": {
+                    "description": "Directory inside the git repository to review; a relative path resolves against the server's working directory.",
+                    "type": "string"
+                },
+                "target": {
+                    "description": "What to review (default \"uncommitted\").",
+                    "oneOf": [
+                        {
+                            "const": "uncommitted",
+                            "description": "\"uncommitted\": the staged, unstaged and untracked changes against HEAD.",
+                            "type": "string"
+                        },
+                        {
+                            "additionalProperties": false,
+                            "description": "{\"base_branch\": BRANCH}: the changes since the merge base with BRANCH.",
+                            "properties": {"base_branch": {"type": "string"}},
+                            "required": ["base_branch"],
+                            "type": "object"
+                        },
+                        {
+                            "additionalProperties": false,
+                            "description": "{\"commit\": SHA}: the changes one commit made.",
+                            "properties": {"commit": {"type": "string"}},
+                            "required": ["commit"],
+                            "type": "object"
+                        },
+                        {
+                            "additionalProperties": false,
+                            "description": "{\"custom\": INSTRUCTIONS}: whatever the instructions ask to review (no diff is computed).",
+                            "properties": {"custom": {"type": "string"}},
+                            "required": ["custom"],
+                            "type": "object"
+                        }
+                    ]
+                },
+                "prompt": {
+                    "description": "Extra instructions for the reviewer (what to focus on).",
+                    "type": "string"
+                },
+                "model": {
+                    "description": "Model to review with, instead of `review_model` or the configured model.",
+                    "type": "string"
+                }
+            }
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "threadId": {
+                    "description": "The review's thread: `codex-reply` continues it.",
+                    "type": "string"
+                },
+                "findings": {
+                    "default": [],
+                    "description": "What the reviewer found, most important first.",
+                    "type": "array",
+                    "items": {
+                        "description": "One problem the reviewer found.",
+                        "type": "object",
+                        "properties": {
+                            "title": {
+                                "description": "A short imperative title (≤ 80 characters).",
+                                "type": "string"
+                            },
+                            "body": {
+                                "description": "Markdown: why it is a problem.",
+                                "type": "string"
+                            },
+                            "confidence_score": {
+                                "default": 0.0,
+                                "description": "How sure the reviewer is, 0–1.",
+                                "type": "number"
+                            },
+                            "priority": {
+                                "default": 0,
+                                "description": "0 (drop everything) to 3 (nice to have).",
+                                "maximum": 255,
+                                "minimum": 0,
+                                "type": "integer"
+                            },
+                            "code_location": {
+                                "description": "Where it is.",
+                                "type": "object",
+                                "properties": {
+                                    "absolute_file_path": {
+                                        "description": "The file.",
+                                        "type": "string"
+                                    },
+                                    "line_range": {
+                                        "description": "The lines.",
+                                        "type": "object",
+                                        "properties": {
+                                            "start": {
+                                                "description": "First line.",
+                                                "minimum": 0,
+                                                "type": "integer"
+                                            },
+                                            "end": {
+                                                "description": "Last line.",
+                                                "minimum": 0,
+                                                "type": "integer"
+                                            }
+                                        },
+                                        "required": ["start", "end"]
+                                    }
+                                },
+                                "required": ["absolute_file_path", "line_range"]
+                            }
+                        },
+                        "required": ["title", "body", "confidence_score", "priority", "code_location"]
+                    }
+                },
+                "overall_correctness": {
+                    "default": "",
+                    "description": "`\"patch is correct\"` or `\"patch is incorrect\"` (empty when the answer could not be read).",
+                    "type": "string"
+                },
+                "overall_explanation": {
+                    "default": "",
+                    "description": "Why, in a few sentences (the reviewer's raw answer when it could not be read).",
+                    "type": "string"
+                },
+                "overall_confidence_score": {
+                    "default": 0.0,
+                    "description": "How sure the reviewer is of the verdict, 0–1.",
+                    "type": "number"
+                }
+            },
+            "required": [
+                "findings",
+                "overall_confidence_score",
+                "overall_correctness",
+                "overall_explanation",
+                "threadId"
+            ]
+        }
+    })
 }
