@@ -228,7 +228,10 @@ async fn write_loop(
                 if let Err(err) = &result {
                     warn("sync", err);
                 }
-                // The lock goes with the file, before the caller hears back.
+                // Unlocked explicitly, before the caller hears back: a process forked
+                // meanwhile (any command being spawned) holds a copy of the descriptor
+                // until it execs, and the lock would otherwise live on with that copy.
+                unlock(out.get_ref());
                 drop(out);
                 let _ = ack.send(result);
                 return;
@@ -243,6 +246,18 @@ async fn write_loop(
 async fn sync(out: &mut BufWriter<tokio::fs::File>) -> io::Result<()> {
     out.flush().await?;
     out.get_ref().sync_data().await
+}
+
+/// Releases the `flock` taken by [`lock_exclusive`], for every copy of the descriptor.
+fn unlock(file: &tokio::fs::File) {
+    // SAFETY: flock only reads the descriptor, which `file` keeps open.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+    if rc != 0 {
+        tracing::warn!(
+            "releasing the rollout lock failed: {}",
+            io::Error::last_os_error()
+        );
+    }
 }
 
 /// Takes an exclusive, non-blocking `flock` on `file`; it lasts until the file is closed.
