@@ -40,7 +40,7 @@ struct Cli {
 enum Command {
     /// Run one task headless: progress on stderr, final message on stdout.
     Exec(ExecArgs),
-    /// Serve the `codex` and `codex-reply` tools over MCP on stdio.
+    /// Serve deputy over MCP on stdio: `codex`, `codex-reply`, `review` and the conversation tools.
     McpServer,
     /// Run a command under deputy's sandbox, to check what it allows.
     Sandbox(SandboxArgs),

@@ -1,7 +1,8 @@
 //! deputy's MCP front door: `deputy mcp-server` speaks MCP over stdio and
 //! offers the tools `codex` (start a session, run its first turn) and
-//! `codex-reply` (run the next turn), wire-compatible with Codex's server, and
-//! `review` (review a change in a git repository).
+//! `codex-reply` (run the next turn), wire-compatible with Codex's server,
+//! `review` (review a change in a git repository), and the conversation tools
+//! (create, send, stream with catch-up, list).
 //!
 //! Architecture invariant: no agent logic here — this crate translates
 //! `tools/call` into engine ops and engine events into `codex/event`

@@ -181,7 +181,7 @@ impl ServerHandler for DeputyServer {
         info.server_info =
             Implementation::new("deputy", env!("CARGO_PKG_VERSION")).with_title("deputy");
         info.instructions = Some(
-            "Call `codex` with a task to start a coding session; continue it with `codex-reply` and the returned threadId.".into(),
+            "Call `codex` with a task to start a coding session; continue it with `codex-reply` and the returned threadId. `review` reviews the changes in a git repository. The conversation tools (`conversationCreate`, `conversationSendMessage`, `conversationStream`, `conversationsList`) run a session in the background and stream it.".into(),
         );
         info
     }

@@ -90,6 +90,7 @@ pub struct ReviewFinding {
     pub confidence_score: f64,
     /// 0 (drop everything) to 3 (nice to have).
     #[serde(default)]
+    #[schemars(range(max = 3))]
     pub priority: u8,
     /// Where it is.
     pub code_location: ReviewCodeLocation,

@@ -370,7 +370,7 @@ fn review_tool() -> Value {
                             "priority": {
                                 "default": 0,
                                 "description": "0 (drop everything) to 3 (nice to have).",
-                                "maximum": 255,
+                                "maximum": 3,
                                 "minimum": 0,
                                 "type": "integer"
                             },
