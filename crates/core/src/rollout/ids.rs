@@ -5,7 +5,8 @@ use std::path::Path;
 
 use uuid::Uuid;
 
-use super::{RolloutError, list::collect_rollouts, paths::sessions_dir};
+use super::list::{DAY_DIR_DEPTH, collect_rollouts};
+use super::{RolloutError, paths::sessions_dir};
 
 /// Why a typed thread id names no one session.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +52,7 @@ pub fn resolve_thread_id(home: &Path, id: &str) -> Result<String, ThreadIdError>
         return Err(ThreadIdError::Malformed(id.to_string()));
     }
     let mut files = Vec::new();
-    collect_rollouts(&sessions_dir(home), 0, &mut files)?;
+    collect_rollouts(&sessions_dir(home), DAY_DIR_DEPTH, &mut files)?;
     let mut matches: Vec<String> = files
         .iter()
         .filter_map(|(path, _)| rollout_id(path))

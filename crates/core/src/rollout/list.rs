@@ -1,4 +1,5 @@
-//! Listing sessions for `deputy sessions list` and `exec resume --last`.
+//! Listing sessions for `deputy sessions list`, `exec resume --last`, the conversation
+//! tools and the app-server's `thread/list`.
 //!
 //! Unlike resuming one thread, a listing has to look at every rollout; it
 //! sorts them by modification time first and reads only as many as it shows.
@@ -10,7 +11,8 @@ use std::time::SystemTime;
 use deputy_protocol::{EventMsg, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem};
 use serde::Deserialize;
 
-use super::{RolloutError, RolloutItem, paths::sessions_dir};
+use super::archive::archived_sessions_dir;
+use super::{RolloutError, RolloutItem, SessionSource, paths::sessions_dir};
 
 /// Characters of the first prompt shown in a listing.
 const PREVIEW_CHARS: usize = 60;
@@ -32,6 +34,14 @@ pub struct SessionSummary {
     pub turns: usize,
     /// The thread this one works for (a review's reviewer), if any.
     pub parent_thread_id: Option<String>,
+    /// When the thread was created (the time its UUIDv7 id carries; else `updated`).
+    pub created: SystemTime,
+    /// Which front door started it.
+    pub source: SessionSource,
+    /// The provider id it started with.
+    pub model_provider: String,
+    /// The deputy version that created it.
+    pub cli_version: String,
 }
 
 impl SessionSummary {
@@ -53,7 +63,7 @@ pub fn list_sessions(
 ) -> Result<Vec<SessionSummary>, RolloutError> {
     let cwd = cwd.map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
     let mut files = Vec::new();
-    collect_rollouts(&sessions_dir(home), 0, &mut files)?;
+    collect_rollouts(&sessions_dir(home), DAY_DIR_DEPTH, &mut files)?;
     files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     let mut sessions = Vec::new();
     for (path, updated) in files {
@@ -94,34 +104,81 @@ pub fn list_sessions_by_creation(
     before: Option<&str>,
     limit: usize,
 ) -> Result<SessionPage, RolloutError> {
-    let before = before.map(|id| {
+    list_by_creation(
+        home,
+        CreationQuery {
+            before,
+            limit,
+            ..CreationQuery::default()
+        },
+    )
+}
+
+/// Which sessions [`list_by_creation`] returns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CreationQuery<'a> {
+    /// Archived sessions (`archived_sessions/`) instead of live ones (`sessions/`).
+    pub archived: bool,
+    /// Only sessions whose working directory is this one.
+    pub cwd: Option<&'a Path>,
+    /// Only sessions created before this one (the previous page's last id).
+    pub before: Option<&'a str>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// [`list_sessions_by_creation`] with more choice: archived sessions, or only those of
+/// one working directory. `more` says whether a further session matches.
+pub fn list_by_creation(
+    home: &Path,
+    query: CreationQuery<'_>,
+) -> Result<SessionPage, RolloutError> {
+    let before = query.before.map(|id| {
         uuid::Uuid::parse_str(id).map_or_else(|_| id.to_string(), |u| u.hyphenated().to_string())
     });
+    let cwd = query
+        .cwd
+        .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
     let mut files = Vec::new();
-    collect_rollouts(&sessions_dir(home), 0, &mut files)?;
+    if query.archived {
+        collect_rollouts(&archived_sessions_dir(home), 0, &mut files)?;
+    } else {
+        collect_rollouts(&sessions_dir(home), DAY_DIR_DEPTH, &mut files)?;
+    }
     let mut files: Vec<(String, PathBuf, SystemTime)> = files
         .into_iter()
         .filter_map(|(path, updated)| Some((id_of_file(&path)?, path, updated)))
         .filter(|(id, _, _)| before.as_ref().is_none_or(|before| id < before))
         .collect();
     files.sort_by(|a, b| b.0.cmp(&a.0));
-    let mut files = files.into_iter();
     let mut sessions = Vec::new();
-    while sessions.len() < limit {
-        let Some((_, path, updated)) = files.next() else {
-            break;
-        };
+    let mut more = false;
+    for (_, path, updated) in files {
         match summarize(&path, updated) {
             // A review's reviewer belongs to its parent; it is not a session of its own.
-            Ok(summary) if summary.parent_thread_id.is_none() => sessions.push(summary),
+            Ok(summary)
+                if summary.parent_thread_id.is_none()
+                    && cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) =>
+            {
+                if sessions.len() == query.limit {
+                    more = true;
+                    break;
+                }
+                sessions.push(summary);
+            }
             Ok(_) => {}
             Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
         }
     }
-    Ok(SessionPage {
-        sessions,
-        more: files.next().is_some(),
-    })
+    Ok(SessionPage { sessions, more })
+}
+
+/// The summary of the rollout at `path`, as a listing shows it.
+pub fn session_summary(path: &Path) -> Result<SessionSummary, RolloutError> {
+    let updated = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map_err(|e| RolloutError::io(path, e))?;
+    summarize(path, updated)
 }
 
 /// The thread id in a rollout's file name (`rollout-<time>-<id>.jsonl`), canonical.
@@ -133,10 +190,13 @@ fn id_of_file(path: &Path) -> Option<String> {
         .map(|u| u.hyphenated().to_string())
 }
 
-/// Gathers `rollout-*.jsonl` files of `sessions/YYYY/MM/DD` with their mtimes.
+/// How deep rollouts sit below `sessions/`: `YYYY/MM/DD/`.
+pub(super) const DAY_DIR_DEPTH: usize = 3;
+
+/// Gathers `rollout-*.jsonl` files `file_depth` directories below `dir` with their mtimes.
 pub(super) fn collect_rollouts(
     dir: &Path,
-    depth: usize,
+    file_depth: usize,
     out: &mut Vec<(PathBuf, SystemTime)>,
 ) -> Result<(), RolloutError> {
     let entries = match std::fs::read_dir(dir) {
@@ -147,9 +207,9 @@ pub(super) fn collect_rollouts(
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         let Ok(meta) = entry.metadata() else { continue };
-        if depth < 3 {
+        if file_depth > 0 {
             if meta.is_dir() {
-                collect_rollouts(&path, depth + 1, out)?;
+                collect_rollouts(&path, file_depth - 1, out)?;
             }
         } else if meta.is_file()
             && path
@@ -212,6 +272,7 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
         path: path.to_path_buf(),
         reason: "it has no readable session_meta line".into(),
     })?;
+    let created = super::paths::id_time(&meta.id).map_or(updated, SystemTime::from);
     Ok(SessionSummary {
         id: meta.id,
         path: path.to_path_buf(),
@@ -220,6 +281,10 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
         first_prompt_preview: preview.unwrap_or_default(),
         turns,
         parent_thread_id: meta.parent_thread_id,
+        created,
+        source: meta.source,
+        model_provider: meta.model_provider,
+        cli_version: meta.cli_version,
     })
 }
 

@@ -15,7 +15,12 @@
 //! from its id alone. A [`RolloutRecorder`] owns the file for the thread's life
 //! (with an exclusive `flock`), and [`load_rollout`] rebuilds a thread's history
 //! from it, tolerating a torn last line left by a killed process.
+//!
+//! Archiving a thread ([`archive_rollout`]) moves its file, unchanged, to
+//! `archived_sessions/` beside `sessions/`: listings and resuming by id no longer
+//! see it, and nothing is lost.
 
+mod archive;
 mod ids;
 mod list;
 mod paths;
@@ -32,9 +37,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, SandboxWorkspaceWrite};
 
+pub use archive::{archive_rollout, archived_sessions_dir};
 pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
 pub use list::{
-    SessionPage, SessionSummary, list_sessions, list_sessions_by_creation, one_line_preview,
+    CreationQuery, SessionPage, SessionSummary, list_by_creation, list_sessions,
+    list_sessions_by_creation, one_line_preview, session_summary,
 };
 pub use paths::{find_rollout, rollout_path, sessions_dir};
 pub use reader::{ResumedSession, RolloutContents, load_rollout, read_events, read_rollout};
@@ -87,6 +94,9 @@ pub enum SessionSource {
     Exec,
     /// A review's reviewer, a child of another thread (`parent_thread_id`).
     Review,
+    /// `deputy app-server`.
+    #[serde(rename = "app_server")]
+    AppServer,
 }
 
 /// Payload of the `session_meta` line: enough to rebuild the thread's configuration.

@@ -261,7 +261,7 @@ fn unlock(file: &tokio::fs::File) {
 }
 
 /// Takes an exclusive, non-blocking `flock` on `file`; it lasts until the file is closed.
-fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
+pub(super) fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
     // SAFETY: flock only reads the descriptor, which `file` keeps open.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {

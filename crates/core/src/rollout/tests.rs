@@ -469,6 +469,95 @@ async fn sessions_listed_by_creation_page_newest_first_whatever_was_written_last
     assert!(!all.more);
 }
 
+#[tokio::test]
+async fn an_archived_thread_leaves_listings_and_lookups_but_keeps_its_file() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let id = id_at(1_700_000_000);
+    let recorder = one_turn(home.path(), &id).await;
+    let before = std::fs::read(recorder.path()).expect("read");
+
+    assert!(matches!(
+        archive_rollout(home.path(), &id),
+        Err(RolloutError::Locked)
+    ));
+    recorder.close().await.expect("close");
+    let archived = archive_rollout(home.path(), &id).expect("archive");
+
+    assert_eq!(
+        archived.parent(),
+        Some(archived_sessions_dir(home.path()).as_path())
+    );
+    assert_eq!(std::fs::read(&archived).expect("read archived"), before);
+    assert!(matches!(
+        find_rollout(home.path(), &id),
+        Err(RolloutError::NotFound(_))
+    ));
+    assert!(
+        list_sessions(home.path(), None, 10)
+            .expect("list")
+            .is_empty()
+    );
+    let live = list_sessions_by_creation(home.path(), None, 10).expect("list live");
+    assert!(live.sessions.is_empty());
+    let gone = list_by_creation(
+        home.path(),
+        CreationQuery {
+            archived: true,
+            limit: 10,
+            ..CreationQuery::default()
+        },
+    )
+    .expect("list archived");
+    assert_eq!(gone.sessions.len(), 1);
+    assert_eq!(gone.sessions[0].id, id);
+    assert_eq!(gone.sessions[0].source, SessionSource::Exec);
+    assert_eq!(gone.sessions[0].model_provider, "mock");
+    let created = gone.sessions[0]
+        .created
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("after the epoch");
+    assert_eq!(created.as_secs(), 1_700_000_000);
+    assert!(matches!(
+        archive_rollout(home.path(), &id),
+        Err(RolloutError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_listing_by_creation_can_keep_to_one_working_directory() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut ids = Vec::new();
+    for (secs, cwd) in [
+        (1_700_000_000u64, "/a"),
+        (1_710_000_000, "/b"),
+        (1_720_000_000, "/a"),
+    ] {
+        let id = id_at(secs);
+        let recorder =
+            RolloutRecorder::create(home.path(), &meta(&id, Path::new(cwd)), &[]).expect("create");
+        recorder.close().await.expect("close");
+        ids.push(id);
+    }
+    let page = |before: Option<&str>| {
+        list_by_creation(
+            home.path(),
+            CreationQuery {
+                cwd: Some(Path::new("/a")),
+                before,
+                limit: 1,
+                ..CreationQuery::default()
+            },
+        )
+        .expect("list")
+    };
+    let first = page(None);
+    assert_eq!(first.sessions[0].id, ids[2]);
+    assert!(first.more, "another session in /a remains");
+    let second = page(Some(&ids[2]));
+    assert_eq!(second.sessions[0].id, ids[0]);
+    assert!(!second.more, "only a session elsewhere remains");
+}
+
 /// Resumes `path`, waiting for an earlier recorder of it to close.
 async fn reopen(path: &Path) -> (RolloutRecorder, ResumedSession) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
