@@ -5,6 +5,7 @@
 //! merged as TOML tables and deserialized once, so every layer accepts the
 //! same keys with the same meaning.
 
+mod model_list;
 mod overrides;
 mod provider;
 
@@ -17,6 +18,7 @@ use serde::Deserialize;
 
 use crate::exec_env::ShellEnvironmentPolicy;
 
+pub use model_list::{ConfiguredModel, configured_models};
 pub use overrides::{json_to_toml, parse_cli_override};
 pub use provider::{ModelProviderInfo, built_in_providers};
 
