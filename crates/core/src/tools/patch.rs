@@ -109,7 +109,14 @@ pub(super) async fn apply(
                 ReviewDecision::ApprovedForSession => {
                     approvals.approve_files_for_session(written);
                 }
-                ReviewDecision::Abort => return Err(TurnStop::Aborted),
+                ReviewDecision::Abort => {
+                    // Not applied, by the user's choice: declined before the turn ends.
+                    declined(
+                        item,
+                        "aborted: the user stopped the turn instead of applying this patch",
+                    );
+                    return Err(TurnStop::Aborted);
+                }
                 ReviewDecision::Denied | ReviewDecision::TimedOut => {
                     let told = match answer.reason {
                         Some(reason) => {

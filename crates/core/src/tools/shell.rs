@@ -153,7 +153,14 @@ async fn ask(
                 .approve_command_for_session(session_approval(&ctx.config, req));
             Ok(None)
         }
-        ReviewDecision::Abort => Err(TurnStop::Aborted),
+        ReviewDecision::Abort => {
+            // Not run, by the user's choice: declined, like a plain "no", before the turn ends.
+            CommandItem(item.0.clone()).declined(
+                ctx,
+                "aborted: the user stopped the turn instead of running this command",
+            );
+            Err(TurnStop::Aborted)
+        }
         ReviewDecision::Denied | ReviewDecision::TimedOut => {
             let text = match answer.reason {
                 Some(reason) => {
