@@ -1,0 +1,240 @@
+//! One task per thread the client uses: it follows the thread's event log and turns
+//! each event into messages ([`crate::translate`]), asks the client the thread's approval
+//! questions through the driver's [`ApprovalRouter`], and starts and interrupts turns, so
+//! that a `turn/start` or `turn/interrupt` response always goes out before the events the
+//! request causes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use deputy_core::driver::ApprovalRouter;
+use deputy_core::{Subscription, Thread};
+use deputy_protocol::{InputItem, ThreadEvent, TurnOverrides};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::approver::{ClientApprover, OpenQuestions, Question};
+use crate::outgoing::Outgoing;
+use crate::protocol::{
+    JsonRpcError, RequestId, ServerNotification, ServerRequestResolvedNotification, Turn,
+    TurnInterruptResponse, TurnStartResponse, TurnStatus, methods,
+};
+use crate::translate::{self, Outbound};
+
+/// How many commands may wait for a follower.
+const COMMAND_QUEUE: usize = 16;
+
+/// What the server asks of a thread's follower.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Queue a turn and answer `turn/start` request `id`.
+    StartTurn {
+        /// The `turn/start` request.
+        id: RequestId,
+        /// The user's input.
+        items: Vec<InputItem>,
+        /// Settings the turn changes for itself and later turns.
+        overrides: Option<TurnOverrides>,
+    },
+    /// Stop a turn and answer `turn/interrupt` request `id`.
+    Interrupt {
+        /// The `turn/interrupt` request.
+        id: RequestId,
+        /// The turn.
+        turn_id: String,
+    },
+}
+
+/// The handle on a thread's follower.
+pub(crate) struct Follower {
+    commands: mpsc::Sender<Command>,
+    task: JoinHandle<()>,
+}
+
+impl Follower {
+    /// Follows `thread` from the event after `after_seq`.
+    pub(crate) fn spawn(thread: Arc<Thread>, after_seq: u64, outgoing: Outgoing) -> Self {
+        let (commands, inbox) = mpsc::channel(COMMAND_QUEUE);
+        let questions = Arc::new(OpenQuestions::default());
+        let router = ApprovalRouter::new(
+            thread.clone(),
+            Arc::new(ClientApprover::new(questions.clone())),
+        );
+        let events = thread.subscribe(after_seq);
+        let task = tokio::spawn(
+            Following {
+                thread,
+                outgoing,
+                router,
+                questions,
+                open_turns: HashSet::new(),
+            }
+            .run(events, inbox),
+        );
+        Self { commands, task }
+    }
+
+    /// Whether it still follows its thread (false once the thread stopped).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.task.is_finished() && !self.commands.is_closed()
+    }
+
+    /// Hands `command` over; gives it back when the follower has stopped.
+    pub(crate) async fn send(&self, command: Command) -> Result<(), Command> {
+        self.commands.send(command).await.map_err(|e| e.0)
+    }
+
+    /// Waits up to `grace` for the follower to report its thread's end, then stops it.
+    pub(crate) async fn finish(self, grace: std::time::Duration) {
+        let Follower { commands, task } = self;
+        drop(commands);
+        let abort = task.abort_handle();
+        if tokio::time::timeout(grace, task).await.is_err() {
+            abort.abort();
+        }
+    }
+}
+
+struct Following {
+    thread: Arc<Thread>,
+    outgoing: Outgoing,
+    router: ApprovalRouter<ClientApprover>,
+    questions: Arc<OpenQuestions>,
+    /// Turns started here whose end has not been seen (running or queued).
+    open_turns: HashSet<String>,
+}
+
+impl Following {
+    async fn run(mut self, mut events: Subscription, mut inbox: mpsc::Receiver<Command>) {
+        loop {
+            tokio::select! {
+                // Commands first: a response must precede the events its request causes.
+                biased;
+                Some(command) = inbox.recv() => self.command(command).await,
+                next = events.next() => match next {
+                    Some(Ok(event)) => self.event(&event).await,
+                    // Fell behind a slow client: continue from the last event sent.
+                    Some(Err(_lagged)) => events = events.resubscribe(),
+                    None => break,
+                },
+            }
+        }
+        // The thread stopped: whatever still waits gets an answer.
+        inbox.close();
+        while let Ok(command) = inbox.try_recv() {
+            let id = match command {
+                Command::StartTurn { id, .. } | Command::Interrupt { id, .. } => id,
+            };
+            self.outgoing
+                .error(
+                    Some(id),
+                    JsonRpcError::invalid_request("the thread has shut down"),
+                )
+                .await;
+        }
+        for question in self.questions.settle_all() {
+            self.resolved(question).await;
+        }
+    }
+
+    async fn command(&mut self, command: Command) {
+        match command {
+            Command::StartTurn {
+                id,
+                items,
+                overrides,
+            } => {
+                let submission_id = match &id {
+                    RequestId::Integer(n) => n.to_string(),
+                    RequestId::String(s) => s.clone(),
+                };
+                match self
+                    .thread
+                    .submit_turn_with(submission_id, items, overrides)
+                {
+                    Ok(turn_id) => {
+                        self.open_turns.insert(turn_id.clone());
+                        let turn = Turn::new(turn_id, TurnStatus::InProgress);
+                        self.outgoing
+                            .respond::<methods::TurnStart>(id, &TurnStartResponse { turn })
+                            .await;
+                    }
+                    Err(err) => {
+                        self.outgoing
+                            .error(Some(id), JsonRpcError::invalid_request(err.to_string()))
+                            .await;
+                    }
+                }
+            }
+            Command::Interrupt { id, turn_id } => {
+                let running = self.open_turns.contains(&turn_id)
+                    || self.thread.active_turn().as_deref() == Some(turn_id.as_str());
+                if !running {
+                    let message = format!(
+                        "turn {turn_id} is not running on thread {}",
+                        self.thread.id()
+                    );
+                    self.outgoing
+                        .error(Some(id), JsonRpcError::invalid_request(message))
+                        .await;
+                    return;
+                }
+                match self.thread.interrupt(&turn_id) {
+                    Ok(()) => {
+                        self.outgoing
+                            .respond::<methods::TurnInterrupt>(id, &TurnInterruptResponse {})
+                            .await;
+                    }
+                    Err(err) => {
+                        self.outgoing
+                            .error(Some(id), JsonRpcError::invalid_request(err.to_string()))
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn event(&mut self, event: &ThreadEvent) {
+        if event.msg.ends_turn()
+            && let Some(turn_id) = event.turn_id.as_deref()
+        {
+            // Questions the turn left open are settled by its end, before it is reported.
+            for question in self.questions.settle_turn(turn_id) {
+                self.resolved(question).await;
+            }
+            self.open_turns.remove(turn_id);
+        }
+        for outbound in translate::thread_event(event) {
+            match outbound {
+                Outbound::Notify(notification) => self.outgoing.notify(*notification).await,
+                Outbound::Ask { call_id, request } => {
+                    let (request_id, reply) = self.outgoing.request(request).await;
+                    let turn_id = event.turn_id.clone().unwrap_or_default();
+                    self.questions.asked(call_id, turn_id, request_id, reply);
+                }
+                Outbound::Resolved { call_id } => {
+                    if let Some(question) = self.questions.settle(&call_id) {
+                        self.resolved(question).await;
+                    }
+                }
+            }
+        }
+        // After the question went out: the router hands it to the approver, which awaits
+        // the answer under the approval timeout.
+        self.router.observe(event);
+    }
+
+    /// Tells the client its answer to `question` is no longer wanted (or was taken).
+    async fn resolved(&self, question: Question) {
+        self.outgoing.withdraw(&question.request_id);
+        self.outgoing
+            .notify(ServerNotification::ServerRequestResolved(
+                ServerRequestResolvedNotification {
+                    thread_id: self.thread.id().to_string(),
+                    request_id: question.request_id,
+                },
+            ))
+            .await;
+    }
+}

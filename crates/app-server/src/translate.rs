@@ -1,0 +1,394 @@
+//! The one translation of the engine's events into the app-server's messages: every
+//! [`ThreadEventMsg`] and every engine item kind is matched here, exhaustively, and
+//! nowhere else.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use deputy_core::command_safety::escape_command_for_display;
+use deputy_protocol::{
+    self as engine, FileChange, ItemDeltaEvent, ParsedCommand, StepStatus, ThreadEvent,
+    ThreadEventMsg, TokenUsage,
+};
+
+use crate::protocol::{
+    AgentMessageDeltaNotification, CommandAction, CommandExecutionOutputDeltaNotification,
+    CommandExecutionRequestApprovalParams, CommandExecutionSource, CommandExecutionStatus,
+    ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange,
+    ItemCompletedNotification, ItemStartedNotification, PatchApplyStatus, PatchChangeKind,
+    ReasoningSummaryTextDeltaNotification, ServerNotification, ServerRequest,
+    ThreadClosedNotification, ThreadItem, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
+    TokenUsageBreakdown, Turn, TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError,
+    TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification,
+    TurnStatus, UserInput, WarningNotification,
+};
+
+/// What one engine event becomes on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outbound {
+    /// A notification (boxed: some carry a whole item).
+    Notify(Box<ServerNotification>),
+    /// A question for the client about the engine's call `call_id`.
+    Ask {
+        /// The model's tool call id the engine waits on.
+        call_id: String,
+        /// The request to send.
+        request: ServerRequest,
+    },
+    /// The question about `call_id` is settled: tell the client (`serverRequest/resolved`).
+    Resolved {
+        /// The model's tool call id.
+        call_id: String,
+    },
+}
+
+/// The messages `event` stands for, in order.
+pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
+    use ServerNotification as N;
+    let notify = |n: ServerNotification| Outbound::Notify(Box::new(n));
+    let thread_id = event.thread_id.clone();
+    let turn_id = event.turn_id.clone().unwrap_or_default();
+    match &event.msg {
+        ThreadEventMsg::SessionConfigured(_) => Vec::new(),
+        ThreadEventMsg::TurnStarted(_) => vec![notify(N::TurnStarted(TurnStartedNotification {
+            thread_id,
+            turn: Turn::new(turn_id, TurnStatus::InProgress),
+        }))],
+        ThreadEventMsg::ItemStarted(started) => {
+            let mut out = vec![notify(N::ItemStarted(ItemStartedNotification {
+                item: item(&started.item),
+                thread_id: thread_id.clone(),
+                turn_id: turn_id.clone(),
+            }))];
+            out.extend(item_progress(&started.item, thread_id, turn_id));
+            out
+        }
+        ThreadEventMsg::ItemUpdated(updated) => item_progress(&updated.item, thread_id, turn_id),
+        ThreadEventMsg::ItemCompleted(completed) => {
+            vec![notify(N::ItemCompleted(ItemCompletedNotification {
+                item: item(&completed.item),
+                thread_id,
+                turn_id,
+            }))]
+        }
+        ThreadEventMsg::AgentMessageDelta(ItemDeltaEvent { item_id, delta }) => {
+            vec![notify(N::AgentMessageDelta(
+                AgentMessageDeltaNotification {
+                    thread_id,
+                    turn_id,
+                    item_id: item_id.clone(),
+                    delta: delta.clone(),
+                },
+            ))]
+        }
+        ThreadEventMsg::ReasoningDelta(ItemDeltaEvent { item_id, delta }) => vec![notify(
+            N::ReasoningSummaryTextDelta(ReasoningSummaryTextDeltaNotification {
+                thread_id,
+                turn_id,
+                item_id: item_id.clone(),
+                delta: delta.clone(),
+                summary_index: 0,
+            }),
+        )],
+        ThreadEventMsg::CommandOutputDelta(delta) => vec![notify(N::CommandExecutionOutputDelta(
+            CommandExecutionOutputDeltaNotification {
+                thread_id,
+                turn_id,
+                item_id: delta.item_id.clone(),
+                delta: String::from_utf8_lossy(&delta.chunk).into_owned(),
+            },
+        ))],
+        ThreadEventMsg::ExecApprovalRequest(asked) => vec![Outbound::Ask {
+            call_id: asked.request.call_id.clone(),
+            request: ServerRequest::CommandExecutionRequestApproval(
+                CommandExecutionRequestApprovalParams {
+                    thread_id,
+                    turn_id,
+                    item_id: asked.item_id.clone(),
+                    reason: asked.request.reason.clone(),
+                    command: Some(escape_command_for_display(&asked.request.command)),
+                    cwd: Some(asked.request.cwd.clone()),
+                    command_actions: Some(command_actions(&asked.request.parsed_cmd)),
+                },
+            ),
+        }],
+        ThreadEventMsg::PatchApprovalRequest(asked) => vec![Outbound::Ask {
+            call_id: asked.request.call_id.clone(),
+            request: ServerRequest::FileChangeRequestApproval(FileChangeRequestApprovalParams {
+                thread_id,
+                turn_id,
+                item_id: asked.item_id.clone(),
+                reason: asked.request.reason.clone(),
+                grant_root: asked.request.grant_root.clone(),
+            }),
+        }],
+        ThreadEventMsg::ApprovalResolved(resolved) => vec![Outbound::Resolved {
+            call_id: resolved.call_id.clone(),
+        }],
+        ThreadEventMsg::TurnDiff(diff) => {
+            vec![notify(N::TurnDiffUpdated(TurnDiffUpdatedNotification {
+                thread_id,
+                turn_id,
+                diff: diff.unified_diff.clone(),
+            }))]
+        }
+        ThreadEventMsg::TokenCount(count) => count
+            .info
+            .as_ref()
+            .map(|info| {
+                notify(N::ThreadTokenUsageUpdated(
+                    ThreadTokenUsageUpdatedNotification {
+                        thread_id,
+                        turn_id,
+                        token_usage: ThreadTokenUsage {
+                            total: breakdown(&info.total_token_usage),
+                            last: breakdown(&info.last_token_usage),
+                            model_context_window: info
+                                .model_context_window
+                                .map(|w| i64::try_from(w).unwrap_or(i64::MAX)),
+                        },
+                    },
+                ))
+            })
+            .into_iter()
+            .collect(),
+        ThreadEventMsg::StreamError(failed) => vec![notify(N::Error(ErrorNotification {
+            error: TurnError::new(failed.message.clone()),
+            will_retry: true,
+            thread_id,
+            turn_id,
+        }))],
+        ThreadEventMsg::Warning(warning) => vec![notify(N::Warning(WarningNotification {
+            thread_id: Some(thread_id),
+            turn_id: event.turn_id.clone(),
+            message: warning.message.clone(),
+        }))],
+        ThreadEventMsg::TurnComplete(_) => vec![turn_completed(
+            thread_id,
+            Turn::new(turn_id, TurnStatus::Completed),
+        )],
+        ThreadEventMsg::TurnAborted(_) => vec![turn_completed(
+            thread_id,
+            Turn::new(turn_id, TurnStatus::Interrupted),
+        )],
+        ThreadEventMsg::TurnFailed(failed) => {
+            let error = TurnError::new(failed.message.clone());
+            vec![
+                notify(N::Error(ErrorNotification {
+                    error: error.clone(),
+                    will_retry: false,
+                    thread_id: thread_id.clone(),
+                    turn_id: turn_id.clone(),
+                })),
+                turn_completed(
+                    thread_id,
+                    Turn {
+                        error: Some(error),
+                        ..Turn::new(turn_id, TurnStatus::Failed)
+                    },
+                ),
+            ]
+        }
+        ThreadEventMsg::ShutdownComplete => {
+            vec![notify(N::ThreadClosed(ThreadClosedNotification {
+                thread_id,
+            }))]
+        }
+    }
+}
+
+fn turn_completed(thread_id: String, turn: Turn) -> Outbound {
+    Outbound::Notify(Box::new(ServerNotification::TurnCompleted(
+        TurnCompletedNotification { thread_id, turn },
+    )))
+}
+
+/// What an item's start or update says besides `item/started`: the plan's new state.
+fn item_progress(item: &engine::ThreadItem, thread_id: String, turn_id: String) -> Vec<Outbound> {
+    match item {
+        engine::ThreadItem::Plan(plan) => vec![Outbound::Notify(Box::new(
+            ServerNotification::TurnPlanUpdated(TurnPlanUpdatedNotification {
+                thread_id,
+                turn_id,
+                explanation: plan.explanation.clone(),
+                plan: plan
+                    .plan
+                    .iter()
+                    .map(|step| TurnPlanStep {
+                        step: step.step.clone(),
+                        status: plan_status(step.status),
+                    })
+                    .collect(),
+            }),
+        ))],
+        engine::ThreadItem::UserMessage(_)
+        | engine::ThreadItem::AgentMessage(_)
+        | engine::ThreadItem::Reasoning(_)
+        | engine::ThreadItem::CommandExecution(_)
+        | engine::ThreadItem::FileChange(_)
+        | engine::ThreadItem::EnteredReviewMode(_)
+        | engine::ThreadItem::ExitedReviewMode(_)
+        | engine::ThreadItem::ContextCompaction(_) => Vec::new(),
+    }
+}
+
+/// An engine item in the app-server's shape.
+pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
+    match item {
+        engine::ThreadItem::UserMessage(user) => ThreadItem::UserMessage {
+            id: user.id.clone(),
+            content: vec![UserInput::Text {
+                text: user.text.clone(),
+                text_elements: Vec::new(),
+            }],
+        },
+        engine::ThreadItem::AgentMessage(agent) => ThreadItem::AgentMessage {
+            id: agent.id.clone(),
+            text: agent.text.clone(),
+        },
+        engine::ThreadItem::Reasoning(reasoning) => ThreadItem::Reasoning {
+            id: reasoning.id.clone(),
+            summary: if reasoning.text.is_empty() {
+                Vec::new()
+            } else {
+                vec![reasoning.text.clone()]
+            },
+            content: Vec::new(),
+        },
+        engine::ThreadItem::CommandExecution(cmd) => ThreadItem::CommandExecution {
+            id: cmd.id.clone(),
+            command: escape_command_for_display(&cmd.command),
+            cwd: cmd.cwd.clone(),
+            process_id: None,
+            source: CommandExecutionSource::Agent,
+            status: match cmd.status {
+                engine::CommandExecutionStatus::InProgress => CommandExecutionStatus::InProgress,
+                engine::CommandExecutionStatus::Completed => CommandExecutionStatus::Completed,
+                engine::CommandExecutionStatus::Failed => CommandExecutionStatus::Failed,
+                engine::CommandExecutionStatus::Declined => CommandExecutionStatus::Declined,
+            },
+            command_actions: command_actions(&cmd.parsed_cmd),
+            aggregated_output: (!cmd.aggregated_output.is_empty())
+                .then(|| cmd.aggregated_output.clone()),
+            exit_code: cmd.exit_code,
+            duration_ms: cmd
+                .duration
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        },
+        engine::ThreadItem::FileChange(patch) => ThreadItem::FileChange {
+            id: patch.id.clone(),
+            changes: file_changes(&patch.changes),
+            status: match patch.status {
+                engine::PatchApplyStatus::InProgress => PatchApplyStatus::InProgress,
+                engine::PatchApplyStatus::Completed => PatchApplyStatus::Completed,
+                engine::PatchApplyStatus::Failed => PatchApplyStatus::Failed,
+                engine::PatchApplyStatus::Declined => PatchApplyStatus::Declined,
+            },
+        },
+        engine::ThreadItem::Plan(plan) => ThreadItem::Plan {
+            id: plan.id.clone(),
+            text: plan_text(plan),
+        },
+        engine::ThreadItem::EnteredReviewMode(entered) => ThreadItem::EnteredReviewMode {
+            id: entered.id.clone(),
+            review: entered.review.clone(),
+        },
+        engine::ThreadItem::ExitedReviewMode(exited) => ThreadItem::ExitedReviewMode {
+            id: exited.id.clone(),
+            review: exited.review.clone(),
+        },
+        engine::ThreadItem::ContextCompaction(compaction) => ThreadItem::ContextCompaction {
+            id: compaction.id.clone(),
+        },
+    }
+}
+
+fn command_actions(parsed: &[ParsedCommand]) -> Vec<CommandAction> {
+    parsed
+        .iter()
+        .map(|parsed| match parsed {
+            ParsedCommand::Read { cmd, name, path } => CommandAction::Read {
+                command: cmd.clone(),
+                name: name.clone(),
+                path: path.clone(),
+            },
+            ParsedCommand::ListFiles { cmd, path } => CommandAction::ListFiles {
+                command: cmd.clone(),
+                path: path.clone(),
+            },
+            ParsedCommand::Search { cmd, query, path } => CommandAction::Search {
+                command: cmd.clone(),
+                query: query.clone(),
+                path: path.clone(),
+            },
+            ParsedCommand::Unknown { cmd } => CommandAction::Unknown {
+                command: cmd.clone(),
+            },
+        })
+        .collect()
+}
+
+fn file_changes(changes: &BTreeMap<PathBuf, FileChange>) -> Vec<FileUpdateChange> {
+    changes
+        .iter()
+        .map(|(path, change)| {
+            let (kind, diff) = match change {
+                FileChange::Add { content } => (PatchChangeKind::Add, content.clone()),
+                FileChange::Delete { content } => (PatchChangeKind::Delete, content.clone()),
+                FileChange::Update {
+                    unified_diff,
+                    move_path,
+                } => (
+                    PatchChangeKind::Update {
+                        move_path: move_path.clone(),
+                    },
+                    unified_diff.clone(),
+                ),
+            };
+            FileUpdateChange {
+                path: path.display().to_string(),
+                kind,
+                diff,
+            }
+        })
+        .collect()
+}
+
+fn plan_status(status: StepStatus) -> TurnPlanStepStatus {
+    match status {
+        StepStatus::Pending => TurnPlanStepStatus::Pending,
+        StepStatus::InProgress => TurnPlanStepStatus::InProgress,
+        StepStatus::Completed => TurnPlanStepStatus::Completed,
+    }
+}
+
+/// The plan as text: the explanation, then one checkbox line per step.
+fn plan_text(plan: &engine::PlanUpdateItem) -> String {
+    let mut lines = Vec::new();
+    if let Some(explanation) = plan.explanation.as_deref().filter(|e| !e.is_empty()) {
+        lines.push(explanation.to_string());
+    }
+    for step in &plan.plan {
+        let mark = match step.status {
+            StepStatus::Pending => "[ ]",
+            StepStatus::InProgress => "[~]",
+            StepStatus::Completed => "[x]",
+        };
+        lines.push(format!("- {mark} {}", step.step));
+    }
+    lines.join("\n")
+}
+
+fn breakdown(usage: &TokenUsage) -> TokenUsageBreakdown {
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    TokenUsageBreakdown {
+        total_tokens: n(usage.total_tokens),
+        input_tokens: n(usage.input_tokens),
+        cached_input_tokens: n(usage.cached_input_tokens),
+        output_tokens: n(usage.output_tokens),
+        reasoning_output_tokens: n(usage.reasoning_output_tokens),
+    }
+}
+
+#[cfg(test)]
+mod tests;
