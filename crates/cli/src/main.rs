@@ -42,6 +42,8 @@ enum Command {
     Exec(ExecArgs),
     /// Serve deputy over MCP on stdio: `codex`, `codex-reply`, `review` and the conversation tools.
     McpServer,
+    /// Serve Codex's app-server v2 protocol (threads, turns, items) on stdio.
+    AppServer(AppServerArgs),
     /// Run a command under deputy's sandbox, to check what it allows.
     Sandbox(SandboxArgs),
     /// List saved sessions or show one.
@@ -93,6 +95,22 @@ struct ExecFlags {
     /// Approval policy: untrusted, on-failure, on-request or never.
     #[arg(global = true, short = 'a', long = "ask-for-approval", value_parser = parse_kebab::<AskForApproval>)]
     approval: Option<AskForApproval>,
+}
+
+#[derive(Debug, Args)]
+struct AppServerArgs {
+    #[command(subcommand)]
+    command: Option<AppServerCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum AppServerCommand {
+    /// Write the protocol's JSON Schema (one file per type, plus a bundle) into DIR.
+    GenerateJsonSchema {
+        /// The directory to write into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -207,6 +225,17 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let signals = TerminationSignals::install()?;
             log_sandbox_support();
             deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
+        }),
+        Command::AppServer(AppServerArgs {
+            command: Some(AppServerCommand::GenerateJsonSchema { out }),
+        }) => {
+            deputy_app_server::write_json_schema(&out)?;
+            Ok(0)
+        }
+        Command::AppServer(AppServerArgs { command: None }) => server_runtime()?.block_on(async {
+            log_sandbox_support();
+            deputy_app_server::run_stdio_server(layers, launcher()).await?;
+            Ok(0)
         }),
         Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(sandbox_cmd::SandboxRequest {
             mode: args.sandbox,
