@@ -33,7 +33,7 @@ use deputy_core::rollout::SessionSource;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 
-use crate::outgoing::{OUTGOING_QUEUE, Outgoing};
+use crate::outgoing::{OUTGOING_BYTES, OUTGOING_QUEUE, Outgoing};
 use crate::protocol::{IncomingMessage, JsonRpcError, Rejection, error_codes};
 use crate::server::{Inbound, Server};
 use crate::transport::{Line, LineReader, MAX_LINE_BYTES};
@@ -84,7 +84,7 @@ pub async fn serve(
         sandbox_launcher,
         SessionSource::AppServer,
     ));
-    let (outgoing, queue) = Outgoing::new(OUTGOING_QUEUE);
+    let (outgoing, queue) = Outgoing::new(OUTGOING_QUEUE, OUTGOING_BYTES);
     let writer = tokio::spawn(transport::write_messages(output, queue));
     let (inbound_tx, mut inbound) = mpsc::channel(INBOUND_QUEUE);
     let reader = tokio::spawn(read_input(input, outgoing.clone(), inbound_tx));
@@ -158,5 +158,27 @@ async fn read_input(
             }
             Err(mpsc::error::TrySendError::Closed(_)) => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn requests_beyond_the_queue_are_answered_server_overloaded() {
+        let (outgoing, mut written) = Outgoing::new(16, 1 << 20);
+        // A dispatcher that takes nothing: two requests fit, the third does not.
+        let (inbound, _undispatched) = mpsc::channel(2);
+        let input: String = (0..3)
+            .map(|i| format!("{{\"id\":{i},\"method\":\"thread/list\"}}\n"))
+            .collect();
+        read_input(input.as_bytes(), outgoing, inbound).await;
+        let answer = written.recv().await.unwrap();
+        assert_eq!(
+            answer.line,
+            r#"{"id":2,"error":{"code":-32001,"message":"Server overloaded; retry later."}}"#
+        );
+        assert!(written.recv().await.is_none(), "one answer only");
     }
 }

@@ -1,15 +1,15 @@
 //! Everything the server sends goes through an [`Outgoing`]: typed responses,
 //! notifications (minus those the client opted out of) and requests, whose answers it
-//! routes back. The queue behind it is bounded: a client that stops reading slows the
-//! server down (and its thread subscriptions catch up from the event log) rather than
-//! filling memory.
+//! routes back. The queue behind it is bounded in messages and in bytes: a client that
+//! stops reading slows the server down (and its thread subscriptions catch up from the
+//! event log) rather than filling memory.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use crate::protocol::{
     ClientMethod, JsonRpcError, OutgoingError, OutgoingResponse, RequestId, ServerNotification,
@@ -18,6 +18,16 @@ use crate::protocol::{
 
 /// How many messages may wait to be written.
 pub(crate) const OUTGOING_QUEUE: usize = 1024;
+/// How many bytes of messages may wait to be written (one larger message waits alone).
+pub(crate) const OUTGOING_BYTES: usize = 16 * 1024 * 1024;
+
+/// A line of JSON waiting to be written (newline excluded), holding its share of the
+/// byte budget until it is written.
+pub(crate) struct QueuedLine {
+    /// The message.
+    pub(crate) line: String,
+    _budget: OwnedSemaphorePermit,
+}
 
 /// The client's answer to a server request: its `result`, or the error it answered with.
 pub(crate) type ClientReply = Result<Value, JsonRpcError>;
@@ -25,8 +35,11 @@ pub(crate) type ClientReply = Result<Value, JsonRpcError>;
 /// A handle on the outgoing queue; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Outgoing {
-    /// Whole lines of JSON, newline excluded.
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<QueuedLine>,
+    /// The byte budget of the queue.
+    budget: Arc<Semaphore>,
+    /// Its size.
+    budget_bytes: usize,
     shared: Arc<Shared>,
 }
 
@@ -44,14 +57,24 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Outgoing {
     /// A handle and the receiving end of its queue (for the writer).
-    pub(crate) fn new(capacity: usize) -> (Self, mpsc::Receiver<String>) {
+    pub(crate) fn new(capacity: usize, bytes: usize) -> (Self, mpsc::Receiver<QueuedLine>) {
         let (tx, rx) = mpsc::channel(capacity);
+        let budget_bytes = bytes.clamp(1, u32::MAX as usize);
+        let budget = Arc::new(Semaphore::new(budget_bytes));
         let shared = Arc::new(Shared {
             next_request_id: AtomicI64::new(0),
             pending: Mutex::default(),
             opted_out: OnceLock::new(),
         });
-        (Self { tx, shared }, rx)
+        (
+            Self {
+                tx,
+                budget,
+                budget_bytes,
+                shared,
+            },
+            rx,
+        )
     }
 
     /// Answers request `id` of method `M` with its result.
@@ -134,7 +157,19 @@ impl Outgoing {
     }
 
     async fn send(&self, line: String) {
+        let wanted = line.len().clamp(1, self.budget_bytes);
+        let Ok(wanted) = u32::try_from(wanted) else {
+            return;
+        };
+        // Waits while the queue holds too many bytes; fails only if the budget is closed.
+        let Ok(budget) = self.budget.clone().acquire_many_owned(wanted).await else {
+            return;
+        };
+        let queued = QueuedLine {
+            line,
+            _budget: budget,
+        };
         // Fails only once the writer has stopped (stdout closed): nothing left to tell.
-        let _ = self.tx.send(line).await;
+        let _ = self.tx.send(queued).await;
     }
 }

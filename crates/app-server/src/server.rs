@@ -98,10 +98,12 @@ impl Server {
         }
     }
 
-    /// Waits (briefly) for every follower to report its thread's end.
+    /// Waits up to `grace` in all for the followers to report their threads' ends.
     pub(crate) async fn finish(self, grace: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
         for (_, follower) in self.followers {
-            follower.finish(grace).await;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            follower.finish(left).await;
         }
     }
 

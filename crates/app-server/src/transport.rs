@@ -7,6 +7,8 @@ use std::io;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::outgoing::QueuedLine;
+
 /// The longest input line taken, in bytes (the newline excluded).
 pub(crate) const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
@@ -81,13 +83,14 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 }
 
 /// Writes every queued line (JSON, newline excluded) to `output`, until the queue closes
-/// (every sender gone) or the output fails.
+/// (every sender gone) or the output fails. A line's share of the queue's byte budget is
+/// released once it is written.
 pub(crate) async fn write_messages(
     mut output: impl AsyncWrite + Unpin,
-    mut lines: mpsc::Receiver<String>,
+    mut lines: mpsc::Receiver<QueuedLine>,
 ) {
-    while let Some(line) = lines.recv().await {
-        let mut bytes = line.into_bytes();
+    while let Some(queued) = lines.recv().await {
+        let mut bytes = queued.line.into_bytes();
         bytes.push(b'\n');
         if output.write_all(&bytes).await.is_err() {
             return;
@@ -141,16 +144,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn queued_lines_go_out_one_per_line() {
-        let (tx, rx) = mpsc::channel(4);
-        tx.send("{\"method\":\"a\"}".to_string()).await.unwrap();
-        tx.send("{\"method\":\"b\"}".to_string()).await.unwrap();
-        drop(tx);
-        let mut out = Vec::new();
-        write_messages(&mut out, rx).await;
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "{\"method\":\"a\"}\n{\"method\":\"b\"}\n"
-        );
+    async fn queued_lines_go_out_one_per_line_and_free_their_budget() {
+        let (outgoing, rx) = crate::outgoing::Outgoing::new(4, 64);
+        let long = crate::protocol::JsonRpcError::invalid_request("x".repeat(40));
+        outgoing.error(None, long.clone()).await;
+        let writer = tokio::spawn(async move {
+            let mut out = Vec::new();
+            write_messages(&mut out, rx).await;
+            out
+        });
+        // Over half the budget each: the second waits until the writer took the first.
+        outgoing.error(None, long).await;
+        drop(outgoing);
+        let out = String::from_utf8(writer.await.unwrap()).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(lines[0].starts_with("{\"id\":null,\"error\":{\"code\":-32600"));
     }
 }
