@@ -20,6 +20,7 @@ mod outgoing;
 pub mod protocol;
 pub mod schema;
 mod server;
+mod shapes;
 mod translate;
 mod transport;
 

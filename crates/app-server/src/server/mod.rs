@@ -1,0 +1,382 @@
+//! The request dispatcher: the handshake, then each client request in arrival order,
+//! turned into calls on the engine's [`ThreadManager`] and [`Thread`]s (`threads.rs`:
+//! `thread/*`; `turns.rs`: `turn/*`). A thread the client uses gets a [`Follower`] that
+//! reports its events.
+
+mod threads;
+mod turns;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use deputy_core::config::{ConfigLayers, ConfigOverrides, configured_models, json_to_toml};
+use deputy_core::rollout::{RolloutError, find_rollout, session_summary};
+use deputy_core::{ResumeError, Thread, ThreadManager};
+use deputy_protocol::ThreadEvent;
+use serde_json::Value;
+
+use crate::follower::{Command, Follower};
+use crate::outgoing::Outgoing;
+use crate::protocol::{
+    ClientMethod, ClientNotification, ClientRequest, InitializeParams, InitializeResponse,
+    JsonRpcError, Model, ModelListParams, ModelListResponse, RequestId, RequestParseError,
+    ReviewStartParams, ThreadCompactStartParams, ThreadStartResponse, ThreadStatus, Turn,
+    error_codes, methods,
+};
+use crate::shapes::{wire_sandbox_policy, wire_thread};
+
+/// A message from the client that the dispatcher handles, in order.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// A request.
+    Request {
+        /// Its id.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The params, untyped.
+        params: Option<Value>,
+    },
+    /// A notification.
+    Notification {
+        /// The method.
+        method: String,
+    },
+    /// A line that is no message: answered with an error, in turn with the others.
+    Reject {
+        /// The request's id, when one could be read.
+        id: Option<RequestId>,
+        /// The error.
+        error: JsonRpcError,
+    },
+}
+
+/// One client's session with the engine.
+pub(crate) struct Server {
+    manager: Arc<ThreadManager>,
+    layers: Arc<ConfigLayers>,
+    outgoing: Outgoing,
+    followers: HashMap<String, Follower>,
+    initialized: bool,
+}
+
+pub(super) type Reply<M> = Result<<M as ClientMethod>::Response, JsonRpcError>;
+
+impl Server {
+    /// A server starting threads from `layers` (home, `-c` overrides).
+    pub(crate) fn new(
+        manager: Arc<ThreadManager>,
+        layers: ConfigLayers,
+        outgoing: Outgoing,
+    ) -> Self {
+        Self {
+            manager,
+            layers: Arc::new(layers),
+            outgoing,
+            followers: HashMap::new(),
+            initialized: false,
+        }
+    }
+
+    /// Handles one message to completion (a turn only to its start).
+    pub(crate) async fn handle(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Request { id, method, params } => self.request(id, &method, params).await,
+            Inbound::Notification { method } => match ClientNotification::parse(&method) {
+                Some(ClientNotification::Initialized) => {}
+                None => tracing::debug!(method, "ignoring an unknown notification"),
+            },
+            Inbound::Reject { id, error } => self.outgoing.error(id, error).await,
+        }
+    }
+
+    /// Waits up to `grace` in all for the followers to report their threads' ends.
+    pub(crate) async fn finish(self, grace: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        for (_, follower) in self.followers {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            follower.finish(left).await;
+        }
+    }
+
+    async fn request(&mut self, id: RequestId, method: &str, params: Option<Value>) {
+        if !self.initialized && method != methods::Initialize::METHOD {
+            self.outgoing
+                .error(Some(id), JsonRpcError::invalid_request("Not initialized"))
+                .await;
+            return;
+        }
+        let request = match ClientRequest::parse(method, params) {
+            Ok(request) => request,
+            Err(err) => {
+                let code = match err {
+                    RequestParseError::UnknownMethod(_) => error_codes::METHOD_NOT_FOUND,
+                    RequestParseError::InvalidParams { .. } => error_codes::INVALID_PARAMS,
+                };
+                self.outgoing
+                    .error(Some(id), JsonRpcError::new(code, err.to_string()))
+                    .await;
+                return;
+            }
+        };
+        match request {
+            ClientRequest::Initialize(params) => {
+                let reply = self.initialize(params);
+                self.reply::<methods::Initialize>(id, reply).await;
+            }
+            ClientRequest::ThreadStart(params) => self.thread_start(id, params).await,
+            ClientRequest::ThreadResume(params) => self.thread_resume(id, params).await,
+            ClientRequest::ThreadList(params) => {
+                let reply = self.thread_list(params).await;
+                self.reply::<methods::ThreadList>(id, reply).await;
+            }
+            ClientRequest::ThreadRead(params) => {
+                let reply = self.thread_read(params).await;
+                self.reply::<methods::ThreadRead>(id, reply).await;
+            }
+            ClientRequest::ThreadArchive(params) => self.thread_archive(id, params).await,
+            ClientRequest::ThreadCompactStart(ThreadCompactStartParams { thread_id }) => {
+                let reply = Err(not_available(
+                    methods::ThreadCompactStart::METHOD,
+                    &format!("compacting thread {thread_id} on request is not built yet"),
+                ));
+                self.reply::<methods::ThreadCompactStart>(id, reply).await;
+            }
+            ClientRequest::TurnStart(params) => self.turn_start(id, params).await,
+            ClientRequest::TurnInterrupt(params) => self.turn_interrupt(id, params).await,
+            ClientRequest::ReviewStart(ReviewStartParams { thread_id, .. }) => {
+                let reply = Err(not_available(
+                    methods::ReviewStart::METHOD,
+                    &format!("review mode is not built yet (thread {thread_id})"),
+                ));
+                self.reply::<methods::ReviewStart>(id, reply).await;
+            }
+            ClientRequest::ModelList(params) => {
+                let reply = self.model_list(params);
+                self.reply::<methods::ModelList>(id, reply).await;
+            }
+        }
+    }
+
+    async fn reply<M: ClientMethod>(&self, id: RequestId, reply: Reply<M>) {
+        match reply {
+            Ok(result) => self.outgoing.respond::<M>(id, &result).await,
+            Err(error) => self.outgoing.error(Some(id), error).await,
+        }
+    }
+
+    fn initialize(&mut self, params: InitializeParams) -> Reply<methods::Initialize> {
+        if self.initialized {
+            return Err(JsonRpcError::invalid_request("Already initialized"));
+        }
+        self.initialized = true;
+        if let Some(methods) = params
+            .capabilities
+            .and_then(|c| c.opt_out_notification_methods)
+        {
+            self.outgoing.opt_out(methods);
+        }
+        let client = &params.client_info;
+        Ok(InitializeResponse {
+            user_agent: format!(
+                "deputy/{} ({}; {}) ({}; {})",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                client.name,
+                client.version
+            ),
+            codex_home: self.layers.deputy_home.clone(),
+            platform_family: std::env::consts::FAMILY.to_string(),
+            platform_os: std::env::consts::OS.to_string(),
+        })
+    }
+
+    fn model_list(&self, params: ModelListParams) -> Reply<methods::ModelList> {
+        let models = configured_models(&self.layers)
+            .map_err(|e| JsonRpcError::internal(format!("cannot load the configuration: {e}")))?;
+        let start = match params.cursor.as_deref() {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .map_err(|_| JsonRpcError::invalid_params(format!("invalid cursor `{cursor}`")))?,
+        };
+        let limit = params.limit.map_or(usize::MAX, |l| l.max(1) as usize);
+        let data: Vec<Model> = models
+            .iter()
+            .skip(start)
+            .take(limit)
+            .map(|m| Model {
+                id: m.model.clone(),
+                model: m.model.clone(),
+                display_name: m.model.clone(),
+                description: match (m.is_default, m.profiles.as_slice()) {
+                    (true, []) => "the configured model".to_string(),
+                    (true, profiles) => {
+                        format!("the configured model; also profile {}", profiles.join(", "))
+                    }
+                    (false, profiles) => format!("the model of profile {}", profiles.join(", ")),
+                },
+                hidden: false,
+                is_default: m.is_default,
+            })
+            .collect();
+        let end = start.saturating_add(data.len());
+        Ok(ModelListResponse {
+            data,
+            next_cursor: (end < models.len()).then(|| end.to_string()),
+        })
+    }
+
+    /// The live thread `thread_id`, else loaded from its rollout with `layers`; with the
+    /// seq before its new `session_configured` when this call loaded it.
+    async fn load(
+        &self,
+        thread_id: &str,
+        layers: ConfigLayers,
+    ) -> Result<(Arc<Thread>, Option<u64>), JsonRpcError> {
+        let manager = self.manager.clone();
+        let id = thread_id.to_string();
+        // Reading a rollout is file I/O, and waits on a thread being unloaded.
+        blocking(move || manager.get_or_resume(&id, &layers))
+            .await?
+            .map_err(|err| match err {
+                ResumeError::NotFound(_) => thread_not_found(thread_id),
+                ResumeError::Locked => JsonRpcError::invalid_request(format!(
+                    "thread {thread_id} is open in another process"
+                )),
+                other => JsonRpcError::internal(other.to_string()),
+            })
+    }
+
+    /// Starts following `thread` after `after_seq` unless a follower already does.
+    fn follow(&mut self, thread: &Arc<Thread>, after_seq: u64) {
+        let alive = self
+            .followers
+            .get(thread.id())
+            .is_some_and(Follower::is_alive);
+        if !alive {
+            let follower = Follower::spawn(thread.clone(), after_seq, self.outgoing.clone());
+            self.followers.insert(thread.id().to_string(), follower);
+        }
+    }
+
+    /// Hands `command` to `thread`'s follower, starting one if needed.
+    async fn command(&mut self, thread: &Arc<Thread>, command: Command) {
+        self.follow(thread, thread.last_seq());
+        let sent = match self.followers.get(thread.id()) {
+            Some(follower) => follower.send(command).await,
+            None => Err(command),
+        };
+        if let Err(command) = sent {
+            let (Command::StartTurn { id, .. } | Command::Interrupt { id, .. }) = command;
+            self.outgoing
+                .error(
+                    Some(id),
+                    JsonRpcError::invalid_request("the thread has shut down; resume it"),
+                )
+                .await;
+        }
+    }
+
+    /// The `thread/start` and `thread/resume` result for a live thread.
+    async fn settings_response(
+        &self,
+        thread: &Thread,
+        turns: Vec<Turn>,
+    ) -> Result<ThreadStartResponse, JsonRpcError> {
+        let home = self.layers.deputy_home.clone();
+        let id = thread.id().to_string();
+        let summary = blocking(move || find_rollout(&home, &id).and_then(|p| session_summary(&p)))
+            .await?
+            .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+        let config = thread.config();
+        let status = self.status_of(thread.id());
+        Ok(ThreadStartResponse {
+            thread: wire_thread(summary, status, turns),
+            model: config.model.clone(),
+            model_provider: config.model_provider_id.clone(),
+            cwd: config.cwd.clone(),
+            approval_policy: config.approval_policy,
+            sandbox: wire_sandbox_policy(config.sandbox_policy()),
+        })
+    }
+
+    fn status_of(&self, thread_id: &str) -> ThreadStatus {
+        match self.manager.get(thread_id) {
+            None => ThreadStatus::NotLoaded,
+            Some(thread) if thread.is_busy() => ThreadStatus::Active {
+                active_flags: Vec::new(),
+            },
+            Some(_) => ThreadStatus::Idle,
+        }
+    }
+
+    /// The server's layers with a request's settings on top.
+    fn layers_with(
+        &self,
+        config: Option<std::collections::BTreeMap<String, Value>>,
+        model_provider: Option<String>,
+        overrides: ConfigOverrides,
+    ) -> Result<ConfigLayers, String> {
+        let mut layers = (*self.layers).clone();
+        for (key, value) in config.into_iter().flatten() {
+            if let Some(value) = json_to_toml(&value) {
+                layers.call_overrides.push((key, value));
+            }
+        }
+        if let Some(provider) = model_provider {
+            let value = json_to_toml(&Value::String(provider))
+                .ok_or_else(|| "invalid modelProvider".to_string())?;
+            layers.call_overrides.push(("model_provider".into(), value));
+        }
+        layers.overrides = overrides;
+        Ok(layers)
+    }
+}
+
+/// Every event of `thread` so far (replayed from memory and its rollout), deltas included.
+pub(super) async fn live_events(thread: &Thread) -> Vec<Arc<ThreadEvent>> {
+    let last = thread.last_seq();
+    let mut events = thread.subscribe(0);
+    let mut out: Vec<Arc<ThreadEvent>> = Vec::new();
+    while out.last().map_or(0, |e| e.seq) < last {
+        match events.next().await {
+            Some(Ok(event)) => out.push(event),
+            Some(Err(_lagged)) => events = events.resubscribe(),
+            None => break,
+        }
+    }
+    out
+}
+
+pub(super) fn thread_not_found(thread_id: &str) -> JsonRpcError {
+    JsonRpcError::invalid_request(format!("thread not found: {thread_id}"))
+}
+
+pub(super) fn not_found_or_internal(thread_id: &str, err: RolloutError) -> JsonRpcError {
+    match err {
+        RolloutError::NotFound(_) => thread_not_found(thread_id),
+        RolloutError::Locked => {
+            JsonRpcError::invalid_request(format!("thread {thread_id} is open in another process"))
+        }
+        other => JsonRpcError::internal(other.to_string()),
+    }
+}
+
+fn not_available(method: &str, why: &str) -> JsonRpcError {
+    JsonRpcError {
+        code: error_codes::NOT_AVAILABLE,
+        message: format!("{method} is not available yet: {why}"),
+        data: Some(serde_json::json!({"method": method})),
+    }
+}
+
+/// Runs blocking work (file I/O) off the async workers.
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, JsonRpcError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| JsonRpcError::internal(format!("the work failed: {e}")))
+}

@@ -1,0 +1,230 @@
+//! `thread/start`, `thread/resume`, `thread/list`, `thread/read` and `thread/archive`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use deputy_core::config::ConfigOverrides;
+use deputy_core::rollout::{
+    CreationQuery, archive_rollout, find_rollout, list_by_creation, read_events, session_summary,
+};
+
+use crate::history::turns_from_events;
+use crate::protocol::{
+    JsonRpcError, RequestId, ServerNotification, ThreadArchiveParams, ThreadArchiveResponse,
+    ThreadArchivedNotification, ThreadListParams, ThreadListResponse, ThreadReadParams,
+    ThreadReadResponse, ThreadResumeParams, ThreadStartParams, ThreadStartedNotification, methods,
+};
+
+use crate::shapes::wire_thread;
+
+use super::{Reply, Server, blocking, live_events, not_found_or_internal};
+
+/// `thread/list` page size when the client gives none, and the most it may ask for.
+const DEFAULT_PAGE: u32 = 25;
+const MAX_PAGE: u32 = 200;
+
+impl Server {
+    pub(super) async fn thread_start(&mut self, id: RequestId, params: ThreadStartParams) {
+        let ThreadStartParams {
+            model,
+            model_provider,
+            cwd,
+            approval_policy,
+            sandbox,
+            config,
+            base_instructions,
+            developer_instructions,
+        } = params;
+        let layers = self.layers_with(
+            config,
+            model_provider,
+            ConfigOverrides {
+                model,
+                cwd: cwd.map(PathBuf::from),
+                approval_policy,
+                sandbox_mode: sandbox,
+                base_instructions,
+                developer_instructions,
+                ..ConfigOverrides::default()
+            },
+        );
+        let started = async {
+            let config = layers
+                .map_err(JsonRpcError::invalid_params)?
+                .load()
+                .map_err(|e| {
+                    JsonRpcError::invalid_params(format!("cannot load the configuration: {e}"))
+                })?;
+            let thread = self
+                .manager
+                .start_thread(config)
+                .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+            let response = self.settings_response(&thread, Vec::new()).await?;
+            Ok::<_, JsonRpcError>((thread, response))
+        }
+        .await;
+        match started {
+            Ok((thread, response)) => {
+                let wire = response.thread.clone();
+                self.outgoing
+                    .respond::<methods::ThreadStart>(id, &response)
+                    .await;
+                self.outgoing
+                    .notify(ServerNotification::ThreadStarted(
+                        ThreadStartedNotification { thread: wire },
+                    ))
+                    .await;
+                // From the start: the thread's configuration warnings are reported too.
+                self.follow(&thread, 0);
+            }
+            Err(error) => self.outgoing.error(Some(id), error).await,
+        }
+    }
+
+    pub(super) async fn thread_resume(&mut self, id: RequestId, params: ThreadResumeParams) {
+        let ThreadResumeParams {
+            thread_id,
+            model,
+            model_provider,
+            cwd,
+            approval_policy,
+            sandbox,
+            config,
+            base_instructions,
+            developer_instructions,
+        } = params;
+        let layers = self.layers_with(
+            config,
+            model_provider,
+            ConfigOverrides {
+                model,
+                cwd: cwd.map(PathBuf::from),
+                approval_policy,
+                sandbox_mode: sandbox,
+                base_instructions,
+                developer_instructions,
+                ..ConfigOverrides::default()
+            },
+        );
+        let resumed = async {
+            let layers = layers.map_err(JsonRpcError::invalid_params)?;
+            let (thread, resumed_after) = self.load(&thread_id, layers).await?;
+            let events = live_events(&thread).await;
+            let running = thread.active_turn();
+            let turns = turns_from_events(events.iter().map(Arc::as_ref), running.as_deref());
+            let response = self.settings_response(&thread, turns).await?;
+            Ok::<_, JsonRpcError>((thread, resumed_after, response))
+        }
+        .await;
+        match resumed {
+            Ok((thread, resumed_after, response)) => {
+                self.outgoing
+                    .respond::<methods::ThreadResume>(id, &response)
+                    .await;
+                self.follow(&thread, resumed_after.unwrap_or_else(|| thread.last_seq()));
+            }
+            Err(error) => self.outgoing.error(Some(id), error).await,
+        }
+    }
+
+    pub(super) async fn thread_list(&self, params: ThreadListParams) -> Reply<methods::ThreadList> {
+        let home = self.layers.deputy_home.clone();
+        let limit = params.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as usize;
+        let page = blocking(move || {
+            let cwd = params.cwd.map(PathBuf::from);
+            list_by_creation(
+                &home,
+                CreationQuery {
+                    archived: params.archived.unwrap_or(false),
+                    cwd: cwd.as_deref(),
+                    before: params.cursor.as_deref(),
+                    limit,
+                },
+            )
+        })
+        .await?
+        .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+        // The cursor is the last thread's id: the next page lists those created before it.
+        let next_cursor = page
+            .more
+            .then(|| page.sessions.last().map(|s| s.id.clone()))
+            .flatten();
+        Ok(ThreadListResponse {
+            data: page
+                .sessions
+                .into_iter()
+                .map(|summary| {
+                    let status = self.status_of(&summary.id);
+                    wire_thread(summary, status, Vec::new())
+                })
+                .collect(),
+            next_cursor,
+        })
+    }
+
+    pub(super) async fn thread_read(&self, params: ThreadReadParams) -> Reply<methods::ThreadRead> {
+        let ThreadReadParams {
+            thread_id,
+            include_turns,
+        } = params;
+        let home = self.layers.deputy_home.clone();
+        let lookup = thread_id.clone();
+        let path = blocking(move || find_rollout(&home, &lookup))
+            .await?
+            .map_err(|e| not_found_or_internal(&thread_id, e))?;
+        let summary_path = path.clone();
+        let summary = blocking(move || session_summary(&summary_path))
+            .await?
+            .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+        let live = self.manager.get(&summary.id);
+        let turns = match (&live, include_turns) {
+            (_, false) => Vec::new(),
+            (Some(thread), true) => {
+                let events = live_events(thread).await;
+                let running = thread.active_turn();
+                turns_from_events(events.iter().map(Arc::as_ref), running.as_deref())
+            }
+            (None, true) => {
+                let events = blocking(move || read_events(&path, 0, u64::MAX))
+                    .await?
+                    .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+                turns_from_events(&events, None)
+            }
+        };
+        let status = self.status_of(&summary.id);
+        Ok(ThreadReadResponse {
+            thread: wire_thread(summary, status, turns),
+        })
+    }
+
+    pub(super) async fn thread_archive(&mut self, id: RequestId, params: ThreadArchiveParams) {
+        let ThreadArchiveParams { thread_id } = params;
+        // This process lets go of it first: its turn stops and its rollout is closed.
+        let canonical = self
+            .manager
+            .get(&thread_id)
+            .map_or_else(|| thread_id.clone(), |t| t.id().to_string());
+        self.manager.close_thread(&canonical).await;
+        if let Some(follower) = self.followers.remove(&canonical) {
+            follower.finish(std::time::Duration::from_secs(1)).await;
+        }
+        let home = self.layers.deputy_home.clone();
+        let lookup = thread_id.clone();
+        let archived = match blocking(move || archive_rollout(&home, &lookup)).await {
+            Ok(Ok(_)) => Ok(ThreadArchiveResponse {}),
+            Ok(Err(err)) => Err(not_found_or_internal(&thread_id, err)),
+            Err(err) => Err(err),
+        };
+        let done = archived.is_ok();
+        self.reply::<methods::ThreadArchive>(id, archived).await;
+        if done {
+            self.outgoing
+                .notify(ServerNotification::ThreadArchived(
+                    ThreadArchivedNotification {
+                        thread_id: canonical,
+                    },
+                ))
+                .await;
+        }
+    }
+}

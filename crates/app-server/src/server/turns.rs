@@ -1,0 +1,75 @@
+//! `turn/start` and `turn/interrupt`.
+
+use deputy_core::rollout::find_rollout;
+use deputy_protocol::TurnOverrides;
+
+use crate::follower::Command;
+use crate::protocol::{JsonRpcError, RequestId, TurnInterruptParams, TurnStartParams};
+use crate::shapes::{engine_sandbox_policy, input_items};
+
+use super::{Server, blocking, not_found_or_internal};
+
+impl Server {
+    pub(super) async fn turn_start(&mut self, id: RequestId, params: TurnStartParams) {
+        let TurnStartParams {
+            thread_id,
+            input,
+            cwd,
+            approval_policy,
+            sandbox_policy,
+            model,
+        } = params;
+        let prepared = async {
+            let items = input_items(input)?;
+            let sandbox_policy = sandbox_policy.map(engine_sandbox_policy).transpose()?;
+            let overrides = TurnOverrides {
+                cwd,
+                model,
+                approval_policy,
+                sandbox_policy,
+            };
+            let overrides = (overrides != TurnOverrides::default()).then_some(overrides);
+            let (thread, _) = self.load(&thread_id, (*self.layers).clone()).await?;
+            if let Some(overrides) = &overrides {
+                // Refused now rather than failing the turn later.
+                thread.config().with_overrides(overrides).map_err(|e| {
+                    JsonRpcError::invalid_params(format!("the turn's settings cannot apply: {e}"))
+                })?;
+            }
+            Ok::<_, JsonRpcError>((thread, items, overrides))
+        }
+        .await;
+        let (thread, items, overrides) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => return self.outgoing.error(Some(id), error).await,
+        };
+        self.command(
+            &thread,
+            Command::StartTurn {
+                id,
+                items,
+                overrides,
+            },
+        )
+        .await;
+    }
+
+    pub(super) async fn turn_interrupt(&mut self, id: RequestId, params: TurnInterruptParams) {
+        let TurnInterruptParams { thread_id, turn_id } = params;
+        let Some(thread) = self.manager.get(&thread_id) else {
+            // Not loaded here: no turn of it can be running.
+            let home = self.layers.deputy_home.clone();
+            let lookup = thread_id.clone();
+            let error = match blocking(move || find_rollout(&home, &lookup)).await {
+                Ok(Ok(_)) => JsonRpcError::invalid_request(format!(
+                    "turn {turn_id} is not running on thread {thread_id}"
+                )),
+                Ok(Err(err)) => not_found_or_internal(&thread_id, err),
+                Err(err) => err,
+            };
+            return self.outgoing.error(Some(id), error).await;
+        };
+        self.command(&thread, Command::Interrupt { id, turn_id })
+            .await;
+    }
+}

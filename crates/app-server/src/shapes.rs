@@ -1,0 +1,107 @@
+//! Engine and session data in the protocol's shapes (and back): a thread's summary,
+//! sandbox policies, user input. Events have their own translation (`translate`).
+
+use deputy_core::rollout::{self, SessionSummary};
+use deputy_protocol::{self as engine, InputItem};
+
+use crate::protocol::{
+    JsonRpcError, SandboxPolicy, SessionSource, Thread as WireThread, ThreadStatus, Turn, UserInput,
+};
+
+/// A listing's summary of a thread in the wire shape.
+pub(crate) fn wire_thread(
+    summary: SessionSummary,
+    status: ThreadStatus,
+    turns: Vec<Turn>,
+) -> WireThread {
+    let secs = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    };
+    WireThread {
+        id: summary.id,
+        forked_from_id: None,
+        preview: summary.first_prompt_preview,
+        ephemeral: false,
+        model_provider: summary.model_provider,
+        created_at: secs(summary.created),
+        updated_at: secs(summary.updated),
+        status,
+        path: Some(summary.path),
+        cwd: summary.cwd,
+        cli_version: summary.cli_version,
+        source: match summary.source {
+            rollout::SessionSource::AppServer => SessionSource::AppServer,
+            rollout::SessionSource::Exec => SessionSource::Exec,
+            rollout::SessionSource::Mcp => SessionSource::Custom("mcp".into()),
+            rollout::SessionSource::Review => SessionSource::Custom("review".into()),
+        },
+        agent_nickname: None,
+        agent_role: None,
+        git_info: None,
+        name: None,
+        turns,
+    }
+}
+
+pub(crate) fn input_items(input: Vec<UserInput>) -> Result<Vec<InputItem>, JsonRpcError> {
+    if input.is_empty() {
+        return Err(JsonRpcError::invalid_params("`input` is empty"));
+    }
+    input
+        .into_iter()
+        .map(|part| match part {
+            UserInput::Text { text, .. } => Ok(InputItem::Text { text }),
+            UserInput::Image { .. } | UserInput::LocalImage { .. } => {
+                Err(JsonRpcError::invalid_params("only text input is supported"))
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn engine_sandbox_policy(
+    policy: SandboxPolicy,
+) -> Result<engine::SandboxPolicy, JsonRpcError> {
+    Ok(match policy {
+        SandboxPolicy::DangerFullAccess => engine::SandboxPolicy::DangerFullAccess,
+        SandboxPolicy::ReadOnly { network_access } => {
+            engine::SandboxPolicy::ReadOnly { network_access }
+        }
+        SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        } => engine::SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        },
+        SandboxPolicy::ExternalSandbox { .. } => {
+            return Err(JsonRpcError::invalid_params(
+                "sandboxPolicy externalSandbox is not supported",
+            ));
+        }
+    })
+}
+
+pub(crate) fn wire_sandbox_policy(policy: engine::SandboxPolicy) -> SandboxPolicy {
+    match policy {
+        engine::SandboxPolicy::DangerFullAccess => SandboxPolicy::DangerFullAccess,
+        engine::SandboxPolicy::ReadOnly { network_access } => {
+            SandboxPolicy::ReadOnly { network_access }
+        }
+        engine::SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        } => SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        },
+    }
+}
