@@ -82,3 +82,38 @@ fn notifications_the_client_opted_out_of_are_not_sent() {
     assert_eq!(server.result(listed)["data"][0]["id"], thread.as_str());
     assert!(server.notifications("thread/started").is_empty());
 }
+
+#[test]
+fn model_list_names_the_configured_model_and_each_profile_model() {
+    let server = Setup {
+        top_level: "[profiles.fast]\nmodel = \"mini-model\"\n[profiles.same]\nmodel = \"mock-model\"",
+        ..Setup::default()
+    }
+    .start();
+    let id = server.request("model/list", json!({}));
+    let result = server.result(id);
+    let summary: Vec<(String, bool)> = result["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["model"].as_str().unwrap().to_string(),
+                m["isDefault"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("mock-model".to_string(), true),
+            ("mini-model".to_string(), false)
+        ]
+    );
+    assert_eq!(result["nextCursor"], serde_json::Value::Null);
+    let paged = server.request("model/list", json!({"limit": 1}));
+    let paged = server.result(paged);
+    assert_eq!(paged["data"].as_array().unwrap().len(), 1);
+    let rest = server.request("model/list", json!({"cursor": paged["nextCursor"]}));
+    assert_eq!(server.result(rest)["data"][0]["model"], "mini-model");
+}

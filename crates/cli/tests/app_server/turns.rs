@@ -304,3 +304,73 @@ fn stops_within(pid: i32, within: Duration) -> bool {
     }
     true
 }
+
+#[test]
+fn thread_start_settings_reach_the_model() {
+    let server = AppServer::start();
+    let started = server.start_thread_with(json!({
+        "baseInstructions": "You are terse.",
+        "developerInstructions": "Prefer ripgrep.",
+        "config": {"model": "configured-model"},
+        "approvalPolicy": "on-request",
+        "sandbox": "read-only",
+    }));
+    assert_eq!(started["model"], "configured-model");
+    assert_eq!(started["approvalPolicy"], "on-request");
+    assert_eq!(
+        started["sandbox"],
+        json!({"type": "readOnly", "networkAccess": false})
+    );
+    server.model.push(say("ok"));
+    let turn = server.start_turn(&id_of(&started["thread"]), "hi");
+    server.turn_completed(&turn);
+
+    let body = &server.model.requests()[0].body;
+    assert_eq!(body["model"], "configured-model");
+    assert!(
+        body["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are terse."),
+        "{body}"
+    );
+    assert!(
+        body["input"].to_string().contains("Prefer ripgrep."),
+        "{body}"
+    );
+}
+
+#[test]
+fn reasoning_streams_as_summary_text_deltas_of_a_reasoning_item() {
+    use deputy_test_support::{SseEvent, responses};
+    let server = AppServer::start();
+    let thread = server.start_thread();
+    server.model.push(MockResponse::sse(vec![
+        responses::created("r1"),
+        responses::reasoning_delta("Thinking it "),
+        responses::reasoning_delta("over."),
+        SseEvent::new(
+            "response.output_item.done",
+            json!({"item": {"type": "reasoning", "id": "rs1",
+                "summary": [{"type": "summary_text", "text": "Thinking it over."}]}}),
+        ),
+        responses::message("m1", "Done."),
+        responses::completed("r1"),
+    ]));
+    let turn = server.start_turn(&thread, "think");
+    server.turn_completed(&turn);
+
+    let item = server.notification("item/completed", |p| p["item"]["type"] == "reasoning");
+    assert_eq!(item["item"]["summary"], json!(["Thinking it over."]));
+    assert_eq!(item["item"]["content"], json!([]));
+    let deltas: Vec<Value> = server
+        .notifications("item/reasoning/summaryTextDelta")
+        .into_iter()
+        .map(|p| {
+            assert_eq!(p["itemId"], item["item"]["id"]);
+            assert_eq!(p["summaryIndex"], 0);
+            p["delta"].clone()
+        })
+        .collect();
+    assert_eq!(deltas, [json!("Thinking it "), json!("over.")]);
+}
