@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use deputy_core::driver::ApprovalRouter;
 use deputy_core::{Subscription, Thread};
-use deputy_protocol::{InputItem, ThreadEvent, TurnOverrides};
+use deputy_protocol::{InputItem, ReviewRequest, ThreadEvent, TurnOverrides};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::approver::{ClientApprover, OpenQuestions, Question};
 use crate::outgoing::Outgoing;
 use crate::protocol::{
-    JsonRpcError, RequestId, ServerNotification, ServerRequestResolvedNotification, Turn,
-    TurnInterruptResponse, TurnStartResponse, TurnStatus, methods,
+    JsonRpcError, RequestId, ReviewStartResponse, ServerNotification,
+    ServerRequestResolvedNotification, Turn, TurnInterruptResponse, TurnStartResponse, TurnStatus,
+    methods,
 };
 use crate::translate::{self, Outbound};
 
@@ -36,6 +37,13 @@ pub(crate) enum Command {
         /// Settings the turn changes for itself and later turns.
         overrides: Option<TurnOverrides>,
     },
+    /// Queue a review turn and answer `review/start` request `id`.
+    StartReview {
+        /// The `review/start` request.
+        id: RequestId,
+        /// What to review.
+        request: ReviewRequest,
+    },
     /// Stop a turn and answer `turn/interrupt` request `id`.
     Interrupt {
         /// The `turn/interrupt` request.
@@ -43,6 +51,25 @@ pub(crate) enum Command {
         /// The turn.
         turn_id: String,
     },
+}
+
+impl Command {
+    /// The request the command answers.
+    pub(crate) fn request_id(self) -> RequestId {
+        match self {
+            Self::StartTurn { id, .. }
+            | Self::StartReview { id, .. }
+            | Self::Interrupt { id, .. } => id,
+        }
+    }
+}
+
+/// The submission id a request's turn carries: the request id as text.
+fn submission_id(id: &RequestId) -> String {
+    match id {
+        RequestId::Integer(n) => n.to_string(),
+        RequestId::String(s) => s.clone(),
+    }
 }
 
 /// The handle on a thread's follower.
@@ -122,9 +149,7 @@ impl Following {
         // The thread stopped: whatever still waits gets an answer.
         inbox.close();
         while let Ok(command) = inbox.try_recv() {
-            let id = match command {
-                Command::StartTurn { id, .. } | Command::Interrupt { id, .. } => id,
-            };
+            let id = command.request_id();
             self.outgoing
                 .error(
                     Some(id),
@@ -144,19 +169,35 @@ impl Following {
                 items,
                 overrides,
             } => {
-                let submission_id = match &id {
-                    RequestId::Integer(n) => n.to_string(),
-                    RequestId::String(s) => s.clone(),
-                };
                 match self
                     .thread
-                    .submit_turn_with(submission_id, items, overrides)
+                    .submit_turn_with(submission_id(&id), items, overrides)
                 {
                     Ok(turn_id) => {
                         self.open_turns.insert(turn_id.clone());
                         let turn = Turn::new(turn_id, TurnStatus::InProgress);
                         self.outgoing
                             .respond::<methods::TurnStart>(id, &TurnStartResponse { turn })
+                            .await;
+                    }
+                    Err(err) => {
+                        self.outgoing
+                            .error(Some(id), JsonRpcError::invalid_request(err.to_string()))
+                            .await;
+                    }
+                }
+            }
+            Command::StartReview { id, request } => {
+                match self.thread.submit_review(submission_id(&id), request) {
+                    Ok(turn_id) => {
+                        self.open_turns.insert(turn_id.clone());
+                        let response = ReviewStartResponse {
+                            turn: Turn::new(turn_id, TurnStatus::InProgress),
+                            // Inline: the review is a turn of the thread itself.
+                            review_thread_id: self.thread.id().to_string(),
+                        };
+                        self.outgoing
+                            .respond::<methods::ReviewStart>(id, &response)
                             .await;
                     }
                     Err(err) => {

@@ -1,11 +1,13 @@
 //! Engine and session data in the protocol's shapes (and back): a thread's summary,
-//! sandbox policies, user input. Events have their own translation (`translate`).
+//! sandbox policies, user input, review targets. Events have their own translation
+//! (`translate`).
 
 use deputy_core::rollout::{self, SessionSummary};
 use deputy_protocol::{self as engine, InputItem};
 
 use crate::protocol::{
-    JsonRpcError, SandboxPolicy, SessionSource, Thread as WireThread, ThreadStatus, Turn, UserInput,
+    JsonRpcError, ReviewTarget, SandboxPolicy, SessionSource, Thread as WireThread, ThreadStatus,
+    Turn, UserInput,
 };
 
 /// A listing's summary of a thread in the wire shape.
@@ -103,5 +105,21 @@ pub(crate) fn wire_sandbox_policy(policy: engine::SandboxPolicy) -> SandboxPolic
             exclude_tmpdir_env_var,
             exclude_slash_tmp,
         },
+    }
+}
+
+/// The engine's review request for a `review/start` target.
+pub(crate) fn review_request(target: ReviewTarget) -> engine::ReviewRequest {
+    let target = match target {
+        ReviewTarget::UncommittedChanges => engine::ReviewTarget::UncommittedChanges,
+        ReviewTarget::BaseBranch { branch } => engine::ReviewTarget::BaseBranch { branch },
+        ReviewTarget::Commit { sha, title } => engine::ReviewTarget::Commit { sha, title },
+        ReviewTarget::Custom { instructions } => engine::ReviewTarget::Custom { instructions },
+    };
+    engine::ReviewRequest {
+        user_facing_hint: target.hint(),
+        target,
+        prompt: None,
+        model: None,
     }
 }

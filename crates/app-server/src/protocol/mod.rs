@@ -331,7 +331,7 @@ client_requests! {
     TurnStart => "turn/start" (TurnStartParams) -> TurnStartResponse;
     /// Stops a running or queued turn; it ends with `turn/completed` `interrupted`.
     TurnInterrupt => "turn/interrupt" (TurnInterruptParams) -> TurnInterruptResponse;
-    /// Reviews changes in a turn of the thread. Not available yet.
+    /// Reviews changes as a turn of the thread (inline), framed by review-mode items.
     ReviewStart => "review/start" (ReviewStartParams) -> ReviewStartResponse;
     /// The models the configuration names.
     ModelList => "model/list" (ModelListParams) -> ModelListResponse;

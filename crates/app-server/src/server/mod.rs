@@ -1,6 +1,6 @@
 //! The request dispatcher: the handshake, then each client request in arrival order,
 //! turned into calls on the engine's [`ThreadManager`] and [`Thread`]s (`threads.rs`:
-//! `thread/*`; `turns.rs`: `turn/*`). A thread the client uses gets a [`Follower`] that
+//! `thread/*`; `turns.rs`: `turn/*` and `review/start`). A thread the client uses gets a [`Follower`] that
 //! reports its events.
 
 mod threads;
@@ -20,8 +20,7 @@ use crate::outgoing::Outgoing;
 use crate::protocol::{
     ClientMethod, ClientNotification, ClientRequest, InitializeParams, InitializeResponse,
     JsonRpcError, Model, ModelListParams, ModelListResponse, RequestId, RequestParseError,
-    ReviewStartParams, ThreadCompactStartParams, ThreadStartResponse, ThreadStatus, Turn,
-    error_codes, methods,
+    ThreadCompactStartParams, ThreadStartResponse, ThreadStatus, Turn, error_codes, methods,
 };
 use crate::shapes::{wire_sandbox_policy, wire_thread};
 
@@ -144,13 +143,7 @@ impl Server {
             }
             ClientRequest::TurnStart(params) => self.turn_start(id, params).await,
             ClientRequest::TurnInterrupt(params) => self.turn_interrupt(id, params).await,
-            ClientRequest::ReviewStart(ReviewStartParams { thread_id, .. }) => {
-                let reply = Err(not_available(
-                    methods::ReviewStart::METHOD,
-                    &format!("review mode is not built yet (thread {thread_id})"),
-                ));
-                self.reply::<methods::ReviewStart>(id, reply).await;
-            }
+            ClientRequest::ReviewStart(params) => self.review_start(id, params).await,
             ClientRequest::ModelList(params) => {
                 let reply = self.model_list(params);
                 self.reply::<methods::ModelList>(id, reply).await;
@@ -269,7 +262,7 @@ impl Server {
             None => Err(command),
         };
         if let Err(command) = sent {
-            let (Command::StartTurn { id, .. } | Command::Interrupt { id, .. }) = command;
+            let id = command.request_id();
             self.outgoing
                 .error(
                     Some(id),
@@ -364,7 +357,7 @@ pub(super) fn not_found_or_internal(thread_id: &str, err: RolloutError) -> JsonR
     }
 }
 
-fn not_available(method: &str, why: &str) -> JsonRpcError {
+pub(super) fn not_available(method: &str, why: &str) -> JsonRpcError {
     JsonRpcError {
         code: error_codes::NOT_AVAILABLE,
         message: format!("{method} is not available yet: {why}"),

@@ -1,13 +1,16 @@
-//! `turn/start` and `turn/interrupt`.
+//! `turn/start`, `review/start` and `turn/interrupt`.
 
 use deputy_core::rollout::find_rollout;
 use deputy_protocol::TurnOverrides;
 
 use crate::follower::Command;
-use crate::protocol::{JsonRpcError, RequestId, TurnInterruptParams, TurnStartParams};
-use crate::shapes::{engine_sandbox_policy, input_items};
+use crate::protocol::{
+    ClientMethod, JsonRpcError, RequestId, ReviewDelivery, ReviewStartParams, TurnInterruptParams,
+    TurnStartParams, methods,
+};
+use crate::shapes::{engine_sandbox_policy, input_items, review_request};
 
-use super::{Server, blocking, not_found_or_internal};
+use super::{Server, blocking, not_available, not_found_or_internal};
 
 impl Server {
     pub(super) async fn turn_start(&mut self, id: RequestId, params: TurnStartParams) {
@@ -52,6 +55,28 @@ impl Server {
             },
         )
         .await;
+    }
+
+    pub(super) async fn review_start(&mut self, id: RequestId, params: ReviewStartParams) {
+        let ReviewStartParams {
+            thread_id,
+            target,
+            delivery,
+        } = params;
+        if delivery == Some(ReviewDelivery::Detached) {
+            let error = not_available(
+                methods::ReviewStart::METHOD,
+                "reviews run inline, in the thread itself (delivery `inline`)",
+            );
+            return self.outgoing.error(Some(id), error).await;
+        }
+        let thread = match self.load(&thread_id, (*self.layers).clone()).await {
+            Ok((thread, _)) => thread,
+            Err(error) => return self.outgoing.error(Some(id), error).await,
+        };
+        let request = review_request(target);
+        self.command(&thread, Command::StartReview { id, request })
+            .await;
     }
 
     pub(super) async fn turn_interrupt(&mut self, id: RequestId, params: TurnInterruptParams) {

@@ -186,3 +186,34 @@ fn deltas_name_their_item() {
     }));
     assert_eq!(wire(&reasoning)[0]["params"]["summaryIndex"], 0);
 }
+
+#[test]
+fn review_mode_items_carry_their_rendered_review() {
+    let entered = event(ThreadEventMsg::ItemStarted(ItemEvent {
+        item: engine::ThreadItem::EnteredReviewMode(engine::EnteredReviewModeItem {
+            id: "in".into(),
+            review: "the uncommitted changes".into(),
+            request: engine::ReviewRequest {
+                target: engine::ReviewTarget::UncommittedChanges,
+                prompt: None,
+                model: None,
+                user_facing_hint: "the uncommitted changes".into(),
+            },
+        }),
+    }));
+    let exited = event(ThreadEventMsg::ItemCompleted(ItemEvent {
+        item: engine::ThreadItem::ExitedReviewMode(engine::ExitedReviewModeItem {
+            id: "out".into(),
+            review: "Looks right.".into(),
+            output: None,
+        }),
+    }));
+    assert_eq!(
+        wire(&entered)[0]["params"]["item"],
+        json!({"type": "enteredReviewMode", "id": "in", "review": "the uncommitted changes"})
+    );
+    assert_eq!(
+        wire(&exited)[0]["params"]["item"],
+        json!({"type": "exitedReviewMode", "id": "out", "review": "Looks right."})
+    );
+}

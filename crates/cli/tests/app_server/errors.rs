@@ -140,12 +140,12 @@ fn an_over_long_line_is_refused_without_being_kept_and_serving_goes_on() {
 }
 
 #[test]
-fn review_and_compaction_say_they_are_not_available_yet() {
+fn compaction_and_detached_reviews_say_they_are_not_available_yet() {
     let server = AppServer::start();
     let thread = server.start_thread();
     let review = server.request(
         "review/start",
-        json!({"threadId": thread, "target": {"type": "uncommittedChanges"}}),
+        json!({"threadId": thread, "target": {"type": "uncommittedChanges"}, "delivery": "detached"}),
     );
     let compact = server.request("thread/compact/start", json!({"threadId": thread}));
     for (id, method) in [(review, "review/start"), (compact, "thread/compact/start")] {
@@ -160,4 +160,5 @@ fn review_and_compaction_say_they_are_not_available_yet() {
             "{error}"
         );
     }
+    assert!(server.model.requests().is_empty());
 }
