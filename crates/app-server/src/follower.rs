@@ -1,14 +1,14 @@
 //! One task per thread the client uses: it follows the thread's event log and turns
 //! each event into messages ([`crate::translate`]), asks the client the thread's approval
-//! questions through the driver's [`ApprovalRouter`], and starts and interrupts turns, so
-//! that a `turn/start` or `turn/interrupt` response always goes out before the events the
-//! request causes.
+//! questions through the driver's [`ApprovalRouter`], and starts turns (input, reviews,
+//! compactions) and interrupts them, so that a response always goes out before the events
+//! its request causes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use deputy_core::driver::ApprovalRouter;
-use deputy_core::{Subscription, Thread};
+use deputy_core::{Subscription, Thread, ThreadError};
 use deputy_protocol::{InputItem, ReviewRequest, ThreadEvent, TurnOverrides};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -16,9 +16,9 @@ use tokio::task::JoinHandle;
 use crate::approver::{ClientApprover, OpenQuestions, Question};
 use crate::outgoing::Outgoing;
 use crate::protocol::{
-    JsonRpcError, RequestId, ReviewStartResponse, ServerNotification,
-    ServerRequestResolvedNotification, Turn, TurnInterruptResponse, TurnStartResponse, TurnStatus,
-    methods,
+    ClientMethod, JsonRpcError, RequestId, ReviewStartResponse, ServerNotification,
+    ServerRequestResolvedNotification, ThreadCompactStartResponse, Turn, TurnInterruptResponse,
+    TurnStartResponse, TurnStatus, methods,
 };
 use crate::translate::{self, Outbound};
 
@@ -44,6 +44,11 @@ pub(crate) enum Command {
         /// What to review.
         request: ReviewRequest,
     },
+    /// Queue a compaction turn and answer `thread/compact/start` request `id`.
+    StartCompaction {
+        /// The `thread/compact/start` request.
+        id: RequestId,
+    },
     /// Stop a turn and answer `turn/interrupt` request `id`.
     Interrupt {
         /// The `turn/interrupt` request.
@@ -59,6 +64,7 @@ impl Command {
         match self {
             Self::StartTurn { id, .. }
             | Self::StartReview { id, .. }
+            | Self::StartCompaction { id }
             | Self::Interrupt { id, .. } => id,
         }
     }
@@ -169,43 +175,31 @@ impl Following {
                 items,
                 overrides,
             } => {
-                match self
+                let submitted = self
                     .thread
-                    .submit_turn_with(submission_id(&id), items, overrides)
-                {
-                    Ok(turn_id) => {
-                        self.open_turns.insert(turn_id.clone());
-                        let turn = Turn::new(turn_id, TurnStatus::InProgress);
-                        self.outgoing
-                            .respond::<methods::TurnStart>(id, &TurnStartResponse { turn })
-                            .await;
-                    }
-                    Err(err) => {
-                        self.outgoing
-                            .error(Some(id), JsonRpcError::invalid_request(err.to_string()))
-                            .await;
-                    }
-                }
+                    .submit_turn_with(submission_id(&id), items, overrides);
+                self.started::<methods::TurnStart>(id, submitted, |turn, _| TurnStartResponse {
+                    turn,
+                })
+                .await;
             }
             Command::StartReview { id, request } => {
-                match self.thread.submit_review(submission_id(&id), request) {
-                    Ok(turn_id) => {
-                        self.open_turns.insert(turn_id.clone());
-                        let response = ReviewStartResponse {
-                            turn: Turn::new(turn_id, TurnStatus::InProgress),
-                            // Inline: the review is a turn of the thread itself.
-                            review_thread_id: self.thread.id().to_string(),
-                        };
-                        self.outgoing
-                            .respond::<methods::ReviewStart>(id, &response)
-                            .await;
+                let submitted = self.thread.submit_review(submission_id(&id), request);
+                self.started::<methods::ReviewStart>(id, submitted, |turn, thread_id| {
+                    // Inline: the review is a turn of the thread itself.
+                    ReviewStartResponse {
+                        turn,
+                        review_thread_id: thread_id.to_string(),
                     }
-                    Err(err) => {
-                        self.outgoing
-                            .error(Some(id), JsonRpcError::invalid_request(err.to_string()))
-                            .await;
-                    }
-                }
+                })
+                .await;
+            }
+            Command::StartCompaction { id } => {
+                let submitted = self.thread.submit_compact(submission_id(&id));
+                self.started::<methods::ThreadCompactStart>(id, submitted, |_, _| {
+                    ThreadCompactStartResponse {}
+                })
+                .await;
             }
             Command::Interrupt { id, turn_id } => {
                 let running = self.open_turns.contains(&turn_id)
@@ -232,6 +226,29 @@ impl Following {
                             .await;
                     }
                 }
+            }
+        }
+    }
+
+    /// Answers request `id` of `M` about a turn just submitted: with `response` (given the
+    /// turn, `inProgress`, and the thread id), or with why it could not be queued.
+    async fn started<M: ClientMethod>(
+        &mut self,
+        id: RequestId,
+        submitted: Result<String, ThreadError>,
+        response: impl FnOnce(Turn, &str) -> M::Response,
+    ) {
+        match submitted {
+            Ok(turn_id) => {
+                self.open_turns.insert(turn_id.clone());
+                let turn = Turn::new(turn_id, TurnStatus::InProgress);
+                let response = response(turn, self.thread.id());
+                self.outgoing.respond::<M>(id, &response).await;
+            }
+            Err(err) => {
+                self.outgoing
+                    .error(Some(id), JsonRpcError::invalid_request(err.to_string()))
+                    .await;
             }
         }
     }

@@ -325,7 +325,7 @@ client_requests! {
     ThreadRead => "thread/read" (ThreadReadParams) -> ThreadReadResponse;
     /// Moves a thread's rollout to `archived_sessions/`: it leaves `thread/list`.
     ThreadArchive => "thread/archive" (ThreadArchiveParams) -> ThreadArchiveResponse;
-    /// Compacts a thread's history now. Not available yet.
+    /// Compacts a thread's history now, as a turn of its own with one `contextCompaction` item.
     ThreadCompactStart => "thread/compact/start" (ThreadCompactStartParams) -> ThreadCompactStartResponse;
     /// Starts a turn (queued behind a running one); its settings persist for later turns.
     TurnStart => "turn/start" (TurnStartParams) -> TurnStartResponse;

@@ -20,7 +20,7 @@ use crate::outgoing::Outgoing;
 use crate::protocol::{
     ClientMethod, ClientNotification, ClientRequest, InitializeParams, InitializeResponse,
     JsonRpcError, Model, ModelListParams, ModelListResponse, RequestId, RequestParseError,
-    ThreadCompactStartParams, ThreadStartResponse, ThreadStatus, Turn, error_codes, methods,
+    ThreadStartResponse, ThreadStatus, Turn, error_codes, methods,
 };
 use crate::shapes::{wire_sandbox_policy, wire_thread};
 
@@ -134,12 +134,8 @@ impl Server {
                 self.reply::<methods::ThreadRead>(id, reply).await;
             }
             ClientRequest::ThreadArchive(params) => self.thread_archive(id, params).await,
-            ClientRequest::ThreadCompactStart(ThreadCompactStartParams { thread_id }) => {
-                let reply = Err(not_available(
-                    methods::ThreadCompactStart::METHOD,
-                    &format!("compacting thread {thread_id} on request is not built yet"),
-                ));
-                self.reply::<methods::ThreadCompactStart>(id, reply).await;
+            ClientRequest::ThreadCompactStart(params) => {
+                self.thread_compact_start(id, params).await
             }
             ClientRequest::TurnStart(params) => self.turn_start(id, params).await,
             ClientRequest::TurnInterrupt(params) => self.turn_interrupt(id, params).await,

@@ -1,12 +1,12 @@
-//! `turn/start`, `review/start` and `turn/interrupt`.
+//! `turn/start`, `review/start`, `thread/compact/start` and `turn/interrupt`.
 
 use deputy_core::rollout::find_rollout;
 use deputy_protocol::TurnOverrides;
 
 use crate::follower::Command;
 use crate::protocol::{
-    ClientMethod, JsonRpcError, RequestId, ReviewDelivery, ReviewStartParams, TurnInterruptParams,
-    TurnStartParams, methods,
+    ClientMethod, JsonRpcError, RequestId, ReviewDelivery, ReviewStartParams,
+    ThreadCompactStartParams, TurnInterruptParams, TurnStartParams, methods,
 };
 use crate::shapes::{engine_sandbox_policy, input_items, review_request};
 
@@ -77,6 +77,19 @@ impl Server {
         let request = review_request(target);
         self.command(&thread, Command::StartReview { id, request })
             .await;
+    }
+
+    pub(super) async fn thread_compact_start(
+        &mut self,
+        id: RequestId,
+        params: ThreadCompactStartParams,
+    ) {
+        let ThreadCompactStartParams { thread_id } = params;
+        let thread = match self.load(&thread_id, (*self.layers).clone()).await {
+            Ok((thread, _)) => thread,
+            Err(error) => return self.outgoing.error(Some(id), error).await,
+        };
+        self.command(&thread, Command::StartCompaction { id }).await;
     }
 
     pub(super) async fn turn_interrupt(&mut self, id: RequestId, params: TurnInterruptParams) {

@@ -374,3 +374,44 @@ fn reasoning_streams_as_summary_text_deltas_of_a_reasoning_item() {
         .collect();
     assert_eq!(deltas, [json!("Thinking it "), json!("over.")]);
 }
+
+#[test]
+fn compaction_on_request_is_a_turn_with_a_context_compaction_item() {
+    let server = AppServer::start();
+    let thread = server.start_thread();
+    server.model.push_all([
+        say("first answer"),
+        say("SUMMARY: we said hello."),
+        say("after"),
+    ]);
+    let first = server.start_turn(&thread, "hello");
+    server.turn_completed(&first);
+
+    let id = server.request("thread/compact/start", json!({"threadId": thread}));
+    assert_eq!(server.result(id), json!({}));
+    let started = server.notification("turn/started", |p| p["turn"]["id"] != first.as_str());
+    let turn = id_of(&started["turn"]);
+    assert_eq!(server.turn_completed(&turn)["turn"]["status"], "completed");
+    let labels: Vec<String> = server
+        .turn_labels(id, &turn)
+        .into_iter()
+        .filter(|l| l.starts_with("item/") || l.starts_with("turn/") || l.starts_with("response"))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            format!("response:{id}"),
+            "turn/started".into(),
+            "item/started:contextCompaction".into(),
+            "item/completed:contextCompaction".into(),
+            "turn/completed".into(),
+        ]
+    );
+
+    // The next turn starts from the summary.
+    let next = server.start_turn(&thread, "go on");
+    server.turn_completed(&next);
+    let last = server.model.requests().last().unwrap().body.to_string();
+    assert!(last.contains("SUMMARY: we said hello."), "{last}");
+    assert!(!last.contains("first answer"), "{last}");
+}
