@@ -24,6 +24,7 @@ mod shapes;
 mod translate;
 mod transport;
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,31 +57,35 @@ pub enum ServeError {
     Config(#[from] ConfigError),
 }
 
-/// Serves the app-server protocol on stdin/stdout until the client closes stdin, then
-/// stops every turn (killing its commands) and returns.
+/// Serves the app-server protocol on stdin/stdout until the client closes stdin (then
+/// returns 0) or `stop` resolves with a signal number (then returns `128 + signal`);
+/// either way every turn is stopped and its commands killed first.
 pub async fn run_stdio_server(
     layers: ConfigLayers,
     sandbox_launcher: Option<PathBuf>,
-) -> Result<(), ServeError> {
+    stop: impl Future<Output = i32>,
+) -> Result<i32, ServeError> {
     // Fail early on a broken config.toml, with its file/line message.
     layers.load()?;
-    serve(
+    Ok(serve(
         tokio::io::stdin(),
         tokio::io::stdout(),
         layers,
         sandbox_launcher,
+        stop,
     )
-    .await;
-    Ok(())
+    .await)
 }
 
-/// Serves the app-server protocol on any reader and writer until the input ends.
+/// Serves the app-server protocol on any reader and writer until the input ends (0) or
+/// `stop` resolves with a signal number (`128 + signal`).
 pub async fn serve(
     input: impl AsyncRead + Unpin + Send + 'static,
     output: impl AsyncWrite + Unpin + Send + 'static,
     layers: ConfigLayers,
     sandbox_launcher: Option<PathBuf>,
-) {
+    stop: impl Future<Output = i32>,
+) -> i32 {
     let manager = Arc::new(ThreadManager::new(
         sandbox_launcher,
         SessionSource::AppServer,
@@ -90,14 +95,32 @@ pub async fn serve(
     let (inbound_tx, mut inbound) = mpsc::channel(INBOUND_QUEUE);
     let reader = tokio::spawn(read_input(input, outgoing.clone(), inbound_tx));
     let mut server = Server::new(manager.clone(), layers, outgoing);
-    while let Some(message) = inbound.recv().await {
-        server.handle(message).await;
-    }
-    // The client closed its input: stop every thread, let the followers report it.
+    let dispatch = async {
+        while let Some(message) = inbound.recv().await {
+            server.handle(message).await;
+        }
+    };
+    let signal = tokio::select! {
+        () = dispatch => None,
+        signal = stop => Some(signal),
+    };
+    // The client left, or deputy was told to stop: stop every thread (killing the
+    // commands), let the followers report it.
     manager.shutdown_all().await;
     server.finish(SHUTDOWN_GRACE).await;
-    let _ = reader.await;
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+    match signal {
+        None => {
+            let _ = reader.await;
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+            0
+        }
+        Some(signal) => {
+            // Not waiting for a client that may still be writing.
+            reader.abort();
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
+            128 + signal
+        }
+    }
 }
 
 /// Reads the client's messages: answers to server requests are routed at once, requests

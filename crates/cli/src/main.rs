@@ -232,11 +232,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             deputy_app_server::write_json_schema(&out)?;
             Ok(0)
         }
-        Command::AppServer(AppServerArgs { command: None }) => server_runtime()?.block_on(async {
-            log_sandbox_support();
-            deputy_app_server::run_stdio_server(layers, launcher()).await?;
-            Ok(0)
-        }),
+        Command::AppServer(AppServerArgs { command: None }) => {
+            run_to_end(server_runtime()?, async {
+                let signals = TerminationSignals::install()?;
+                log_sandbox_support();
+                let code =
+                    deputy_app_server::run_stdio_server(layers, launcher(), signals.received())
+                        .await?;
+                Ok(code)
+            })
+        }
         Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(sandbox_cmd::SandboxRequest {
             mode: args.sandbox,
             cwd: args.cwd,

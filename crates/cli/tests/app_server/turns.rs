@@ -415,3 +415,26 @@ fn compaction_on_request_is_a_turn_with_a_context_compaction_item() {
     assert!(last.contains("SUMMARY: we said hello."), "{last}");
     assert!(!last.contains("first answer"), "{last}");
 }
+
+#[test]
+fn sigterm_stops_the_turn_kills_its_command_and_exits_143() {
+    let server = AppServer::start();
+    let thread = server.start_thread();
+    server.model.push(shell("call-sleep", SLEEP_30));
+    let turn = server.start_turn(&thread, "sleep");
+    let pid = wait_for_pid(&server.home.workspace().join("sleep.pid"));
+
+    let server_pid = libc::pid_t::try_from(server.client.pid()).unwrap();
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(server_pid, libc::SIGTERM) }, 0);
+    let status = server.client.wait_exit(WAIT).expect("the server exits");
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert!(
+        stops_within(pid, Duration::from_secs(2)),
+        "the sleep survived"
+    );
+    assert_eq!(
+        server.turn_completed(&turn)["turn"]["status"],
+        "interrupted"
+    );
+}
