@@ -170,17 +170,11 @@ fn render(output: &ReviewOutputEvent, here: &Path) -> String {
             .ok()
             .filter(|relative| !relative.as_os_str().is_empty())
             .unwrap_or(path);
-        let range = finding.code_location.line_range;
-        let lines = if range.end > range.start {
-            format!("{}-{}", range.start, range.end)
-        } else {
-            range.start.to_string()
-        };
         text.push_str(&format!(
             "[P{}] {}:{} {}\n",
             finding.priority,
             shown.display(),
-            lines,
+            finding.code_location.line_range,
             finding.title.trim()
         ));
         for line in finding.body.trim().lines() {

@@ -114,6 +114,17 @@ pub struct ReviewLineRange {
     pub end: u32,
 }
 
+impl std::fmt::Display for ReviewLineRange {
+    /// `start`, or `start-end` when the range spans lines.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.end > self.start {
+            write!(f, "{}-{}", self.start, self.end)
+        } else {
+            write!(f, "{}", self.start)
+        }
+    }
+}
+
 /// Payload of `exited_review_mode`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExitedReviewModeEvent {
@@ -146,18 +157,12 @@ impl ReviewOutputEvent {
             text.push_str("No findings.\n");
         }
         for finding in findings {
-            let range = finding.code_location.line_range;
-            let lines = if range.end > range.start {
-                format!("{}-{}", range.start, range.end)
-            } else {
-                range.start.to_string()
-            };
             text.push_str(&format!(
                 "- [P{}] {} — `{}:{}`\n",
                 finding.priority,
                 finding.title,
                 finding.code_location.absolute_file_path.display(),
-                lines
+                finding.code_location.line_range
             ));
             for line in finding.body.trim().lines() {
                 text.push_str(&format!("  {line}\n"));
