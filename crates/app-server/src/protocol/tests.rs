@@ -160,8 +160,11 @@ fn enums_are_spelled_as_codex_spells_them() {
         "approvalPolicy": "on-request", "sandbox": "workspace-write",
     }))
     .unwrap();
-    assert_eq!(params.approval_policy, Some(AskForApproval::OnRequest));
-    assert_eq!(params.sandbox, Some(SandboxMode::WorkspaceWrite));
+    assert_eq!(
+        params.settings.approval_policy,
+        Some(AskForApproval::OnRequest)
+    );
+    assert_eq!(params.settings.sandbox, Some(SandboxMode::WorkspaceWrite));
     let decision: CommandExecutionRequestApprovalResponse =
         serde_json::from_value(json!({"decision": "acceptForSession"})).unwrap();
     assert_eq!(decision.decision, ApprovalDecision::AcceptForSession);

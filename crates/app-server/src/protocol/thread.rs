@@ -93,6 +93,15 @@ pub enum ThreadActiveFlag {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartParams {
+    /// The thread's settings.
+    #[serde(flatten)]
+    pub settings: ThreadSettings,
+}
+
+/// Settings a client gives when it starts or resumes a thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSettings {
     /// Model name.
     #[serde(default)]
     pub model: Option<String>,
@@ -143,30 +152,9 @@ pub struct ThreadStartResponse {
 pub struct ThreadResumeParams {
     /// The thread id.
     pub thread_id: String,
-    /// Model name.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Provider id.
-    #[serde(default)]
-    pub model_provider: Option<String>,
-    /// Working directory.
-    #[serde(default)]
-    pub cwd: Option<String>,
-    /// Approval policy.
-    #[serde(default)]
-    pub approval_policy: Option<AskForApproval>,
-    /// Sandbox mode.
-    #[serde(default)]
-    pub sandbox: Option<SandboxMode>,
-    /// Config overrides: dotted config.toml keys to JSON values.
-    #[serde(default)]
-    pub config: Option<BTreeMap<String, Value>>,
-    /// Replaces deputy's built-in instructions.
-    #[serde(default)]
-    pub base_instructions: Option<String>,
-    /// Developer instructions.
-    #[serde(default)]
-    pub developer_instructions: Option<String>,
+    /// Settings that replace the thread's saved ones.
+    #[serde(flatten)]
+    pub settings: ThreadSettings,
 }
 
 /// Result of `thread/resume`: as `thread/start`'s, with the thread's turns.

@@ -304,10 +304,27 @@ impl Server {
     /// The server's layers with a request's settings on top.
     fn layers_with(
         &self,
-        config: Option<std::collections::BTreeMap<String, Value>>,
-        model_provider: Option<String>,
-        overrides: ConfigOverrides,
+        settings: crate::protocol::ThreadSettings,
     ) -> Result<ConfigLayers, String> {
+        let crate::protocol::ThreadSettings {
+            model,
+            model_provider,
+            cwd,
+            approval_policy,
+            sandbox,
+            config,
+            base_instructions,
+            developer_instructions,
+        } = settings;
+        let overrides = ConfigOverrides {
+            model,
+            cwd: cwd.map(std::path::PathBuf::from),
+            approval_policy,
+            sandbox_mode: sandbox,
+            base_instructions,
+            developer_instructions,
+            ..ConfigOverrides::default()
+        };
         let mut layers = (*self.layers).clone();
         for (key, value) in config.into_iter().flatten() {
             if let Some(value) = json_to_toml(&value) {

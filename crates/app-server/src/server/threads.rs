@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use deputy_core::config::ConfigOverrides;
 use deputy_core::rollout::{
     CreationQuery, archive_rollout, find_rollout, list_by_creation, read_events, session_summary,
 };
@@ -25,29 +24,7 @@ const MAX_PAGE: u32 = 200;
 
 impl Server {
     pub(super) async fn thread_start(&mut self, id: RequestId, params: ThreadStartParams) {
-        let ThreadStartParams {
-            model,
-            model_provider,
-            cwd,
-            approval_policy,
-            sandbox,
-            config,
-            base_instructions,
-            developer_instructions,
-        } = params;
-        let layers = self.layers_with(
-            config,
-            model_provider,
-            ConfigOverrides {
-                model,
-                cwd: cwd.map(PathBuf::from),
-                approval_policy,
-                sandbox_mode: sandbox,
-                base_instructions,
-                developer_instructions,
-                ..ConfigOverrides::default()
-            },
-        );
+        let layers = self.layers_with(params.settings);
         let started = async {
             let config = layers
                 .map_err(JsonRpcError::invalid_params)?
@@ -84,28 +61,9 @@ impl Server {
     pub(super) async fn thread_resume(&mut self, id: RequestId, params: ThreadResumeParams) {
         let ThreadResumeParams {
             thread_id,
-            model,
-            model_provider,
-            cwd,
-            approval_policy,
-            sandbox,
-            config,
-            base_instructions,
-            developer_instructions,
+            settings,
         } = params;
-        let layers = self.layers_with(
-            config,
-            model_provider,
-            ConfigOverrides {
-                model,
-                cwd: cwd.map(PathBuf::from),
-                approval_policy,
-                sandbox_mode: sandbox,
-                base_instructions,
-                developer_instructions,
-                ..ConfigOverrides::default()
-            },
-        );
+        let layers = self.layers_with(settings);
         let resumed = async {
             let layers = layers.map_err(JsonRpcError::invalid_params)?;
             let (thread, resumed_after) = self.load(&thread_id, layers).await?;
