@@ -5,6 +5,8 @@
     reason = "each test file uses a different part of this module"
 )]
 
+pub mod pty;
+
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};

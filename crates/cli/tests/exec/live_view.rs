@@ -3,50 +3,13 @@
 //! patch with its error, colour unless `NO_COLOR`, and the answer once, on stdout.
 //! Piped, the same lines without spinner or colour.
 
-use std::process::{Command, Stdio};
-
 use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::common::{DEPUTY, Finished, exec, finish};
+use crate::common::pty::{exec_on_terminal, has_pty};
+use crate::common::{Finished, exec, finish};
 use crate::{all_requests, items_of_type};
-
-/// Runs argv[1:] with a pseudo-terminal as stdin and stderr, copies the terminal
-/// transcript to stderr and the child's stdout to stdout, and exits with the child's
-/// code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once that text has appeared.
-const PTY_DRIVER: &str = r#"
-import os, pty, select, subprocess, sys, time
-wait_for = os.environ.get("PTY_WAIT_FOR", "").encode()
-typed = os.environ.get("PTY_INPUT", "").encode()
-master, slave = pty.openpty()
-child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
-os.close(slave)
-transcript, sent, deadline = b"", False, time.time() + 60
-while time.time() < deadline:
-    ready, _, _ = select.select([master], [], [], 0.2)
-    if not ready:
-        if child.poll() is not None:
-            break
-        continue
-    try:
-        chunk = os.read(master, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    transcript += chunk
-    if wait_for and not sent and wait_for in transcript:
-        os.write(master, typed)
-        sent = True
-else:
-    child.kill()
-out = child.stdout.read()
-child.wait()
-sys.stderr.buffer.write(transcript)
-sys.stdout.buffer.write(out)
-sys.exit(child.returncode)
-"#;
 
 const ANSWER: &str = "Final answer text.";
 
@@ -67,31 +30,20 @@ fn failing_turn(server: &MockModelServer) {
     ]);
 }
 
-/// Whether python3's `pty` module is there to drive a terminal.
-fn has_pty() -> bool {
-    let available = Command::new("python3")
-        .args(["-c", "import pty, select, subprocess"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !available {
-        eprintln!("skipping: python3 with the pty module is not available to drive a terminal");
-    }
-    available
-}
-
-/// `deputy exec ARGS` on a terminal; `env` is added to its environment.
-fn on_terminal(home: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Finished {
-    let mut command = home.command("python3");
+/// `deputy exec ARGS` on a colour terminal, typing `input` once `wait_for` appears;
+/// `env` is added to its environment.
+fn on_terminal(
+    home: &TestHome,
+    args: &[&str],
+    (wait_for, input): (&str, &str),
+    env: &[(&str, &str)],
+) -> Finished {
+    let mut command = exec_on_terminal(home, args, wait_for, input);
     command
-        .args(["-c", PTY_DRIVER, DEPUTY, "exec"])
-        .args(args)
         .env("TERM", "xterm-256color")
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::null());
+        .env_remove("CLICOLOR_FORCE");
     for (name, value) in env {
         command.env(name, value);
     }
@@ -151,7 +103,7 @@ fn on_a_terminal_a_spinner_counts_the_time_failures_show_their_tail_and_the_answ
     failing_turn(&server);
     let home = TestHome::new(&server.base_url());
 
-    let run = on_terminal(&home, &["try it"], &[]);
+    let run = on_terminal(&home, &["try it"], ("", ""), &[]);
 
     run.assert_code(0);
     assert_eq!(run.stdout, format!("{ANSWER}\n"));
@@ -187,7 +139,7 @@ fn no_color_turns_colour_off_but_keeps_the_spinner() {
     failing_turn(&server);
     let home = TestHome::new(&server.base_url());
 
-    let run = on_terminal(&home, &["try it"], &[("NO_COLOR", "1")]);
+    let run = on_terminal(&home, &["try it"], ("", ""), &[("NO_COLOR", "1")]);
 
     run.assert_code(0);
     assert!(
@@ -243,10 +195,8 @@ fn without_a_prompt_on_a_terminal_it_says_it_reads_the_task_from_stdin() {
     let run = on_terminal(
         &home,
         &[],
-        &[
-            ("PTY_WAIT_FOR", "Reading the task from stdin"),
-            ("PTY_INPUT", "say hi\n\x04"),
-        ],
+        ("Reading the task from stdin", "say hi\n\x04"),
+        &[],
     );
 
     run.assert_code(0);

@@ -1,0 +1,73 @@
+//! Running `deputy` on a pseudo-terminal, driven by python3's `pty` module.
+
+use std::process::{Command, Stdio};
+
+use deputy_test_support::TestHome;
+
+use super::DEPUTY;
+
+/// Runs argv[1:] with a pseudo-terminal as stdin and stderr, copies the terminal
+/// transcript to stderr and the child's stdout to stdout, and exits with the child's
+/// code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once that text has appeared.
+const PTY_DRIVER: &str = r#"
+import os, pty, select, subprocess, sys, time
+wait_for = os.environ.get("PTY_WAIT_FOR", "").encode()
+typed = os.environ.get("PTY_INPUT", "").encode()
+master, slave = pty.openpty()
+child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+os.close(slave)
+transcript, sent, deadline = b"", False, time.time() + 60
+while time.time() < deadline:
+    ready, _, _ = select.select([master], [], [], 0.2)
+    if not ready:
+        if child.poll() is not None:
+            break
+        continue
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    transcript += chunk
+    if wait_for and typed and not sent and wait_for in transcript:
+        os.write(master, typed)
+        sent = True
+else:
+    child.kill()
+out = child.stdout.read()
+child.wait()
+sys.stderr.buffer.write(transcript)
+sys.stdout.buffer.write(out)
+sys.exit(child.returncode)
+"#;
+
+/// What `deputy exec`'s approval question ends with.
+pub const APPROVAL_PROMPT: &str = "[y]es / [a]lways / [n]o / [q]uit";
+
+/// Whether python3's `pty` module is there to drive a terminal (says so when not).
+pub fn has_pty() -> bool {
+    let available = Command::new("python3")
+        .args(["-c", "import pty, select, subprocess"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !available {
+        eprintln!("skipping: python3 with the pty module is not available to drive a terminal");
+    }
+    available
+}
+
+/// `deputy exec ARGS` in `home` on a terminal, typing `input` once `wait_for` appears
+/// (nothing when either is empty); run it with `common::finish`.
+pub fn exec_on_terminal(home: &TestHome, args: &[&str], wait_for: &str, input: &str) -> Command {
+    let mut command = home.command("python3");
+    command
+        .args(["-c", PTY_DRIVER, DEPUTY, "exec"])
+        .args(args)
+        .env("PTY_WAIT_FOR", wait_for)
+        .env("PTY_INPUT", input)
+        .stdin(Stdio::null());
+    command
+}
