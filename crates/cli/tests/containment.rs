@@ -1,7 +1,8 @@
 //! Commands cannot touch deputy or outlive their command: each test starts real processes
-//! through `deputy sandbox`, the launcher itself or `deputy mcp-server`, and checks which
-//! processes are still running afterwards (found by a unique marker in their argv, wherever
-//! they were re-parented), waiting a bounded time for the kernel to finish a SIGKILL.
+//! through `deputy sandbox`, the launcher itself, `deputy mcp-server` or `deputy exec`, and
+//! checks which processes are still running afterwards (found by a unique marker in their
+//! argv, wherever they were re-parented), waiting a bounded time for the kernel to finish a
+//! SIGKILL.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,10 +18,12 @@ mod sandbox_cli;
 #[path = "common/sandbox_server.rs"]
 mod sandbox_server;
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 use sandbox_cli::*;
 use sandbox_server::*;
 use serde_json::json;
@@ -240,23 +243,28 @@ fn a_sandboxed_command_cannot_kill_deputy_and_the_turn_completes() {
     }
 }
 
+/// A script that runs two sleepers carrying `marker`: a daemon (setsid'd, in the background)
+/// and the command's own foreground process.
+fn sleepers(marker: &str) -> String {
+    format!(
+        "setsid {python} -c 'import time; time.sleep(1000)' {marker} >/dev/null 2>&1 & \
+         {python} -c 'import time; time.sleep(1000)' {marker}",
+        python = python()
+    )
+}
+
 #[test]
 fn sigkill_of_deputy_leaves_no_command_running() {
     require_sandbox!();
     for mode in ["read-only", "workspace-write", "danger-full-access"] {
         let server = Server::start(json!({}));
         let marker = unique_marker("sigkill");
-        let script = format!(
-            "setsid {python} -c 'import time; time.sleep(1000)' {marker} >/dev/null 2>&1 & \
-             {python} -c 'import time; time.sleep(1000)' {marker}",
-            python = python()
-        );
         let step = Step {
             call_id: "sleep",
-            turn: deputy_test_support::MockResponse::function_call_turn(
+            turn: MockResponse::function_call_turn(
                 "sleep",
                 "shell_command",
-                json!({"command": script, "timeout_ms": 120_000}),
+                json!({"command": sleepers(&marker), "timeout_ms": 120_000}),
             ),
         };
         let _id = server.start_turn(mode, "never", &[step]);
@@ -275,6 +283,57 @@ fn sigkill_of_deputy_leaves_no_command_running() {
     }
 }
 
+/// `deputy exec -s MODE` runs the sleepers and is SIGKILLed while they run: neither the
+/// command nor its daemon may outlive it.
+fn sigkill_of_exec_case(mode: &str) {
+    let model = MockModelServer::start();
+    let marker = unique_marker("sigkill-exec");
+    model.push_all([
+        MockResponse::function_call_turn(
+            "sleep",
+            "shell_command",
+            json!({"command": sleepers(&marker), "timeout_ms": 120_000}),
+        ),
+        MockResponse::text_turn("unreachable"),
+    ]);
+    let home = TestHome::new(&model.base_url());
+    let mut exec = home
+        .command(env!("CARGO_BIN_EXE_deputy"))
+        .args(["exec", "-a", "never", "-s", mode, "sleep"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn deputy exec");
+    let started = processes_appear(&marker, 2);
+    // `Child::kill` is SIGKILL on Unix.
+    let _ = exec.kill();
+    let status = exec.wait().expect("reap deputy exec");
+    let survivors = survivors_after(&marker, GONE_WITHIN);
+    kill_all_with(&marker);
+    assert!(started, "{mode}: the command never started");
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "{mode}: deputy exec ended before the SIGKILL: {status:?}"
+    );
+    assert!(
+        survivors.is_empty(),
+        "{mode}: {survivors:?} outlived a SIGKILLed deputy exec"
+    );
+}
+
+#[test]
+fn sigkill_of_exec_leaves_no_unsandboxed_command_running() {
+    sigkill_of_exec_case("danger-full-access");
+}
+
+#[test]
+fn sigkill_of_exec_leaves_no_sandboxed_command_running() {
+    require_sandbox!();
+    sigkill_of_exec_case("workspace-write");
+}
+
 #[test]
 fn a_timed_out_command_leaves_nothing_behind() {
     require_sandbox!();
@@ -288,7 +347,7 @@ fn a_timed_out_command_leaves_nothing_behind() {
         );
         let step = Step {
             call_id: "slow",
-            turn: deputy_test_support::MockResponse::function_call_turn(
+            turn: MockResponse::function_call_turn(
                 "slow",
                 "shell_command",
                 json!({"command": script, "timeout_ms": 1500}),
