@@ -482,6 +482,33 @@ fn response_timings_span_from_request_read_to_last_frame_sent() {
 }
 
 #[test]
+fn frame_times_are_recorded_only_when_asked_one_per_frame_in_order() {
+    let server = MockModelServer::start();
+    let gap = Duration::from_millis(20);
+    server.push(MockResponse::text_turn("unrecorded"));
+    server.push(MockResponse::text_turn("paced").delay_between(gap));
+    post(server.address(), "/v1/responses", "{}");
+    assert_eq!(server.frame_times(), [], "recording is off by default");
+
+    server.record_frame_times(true);
+    let before = Instant::now();
+    let response = post(server.address(), "/v1/responses", "{}");
+    let after = Instant::now();
+
+    assert!(response.complete);
+    let frames = server.frame_times();
+    let sent = sse_events(&response.text()).len();
+    assert_eq!(frames.len(), sent, "one time per frame: {frames:?}");
+    for (index, frame) in frames.iter().enumerate() {
+        assert_eq!((frame.request, frame.frame), (2, index));
+        assert!(before <= frame.sent_at && frame.sent_at <= after);
+    }
+    for pair in frames.windows(2) {
+        assert!(pair[1].sent_at - pair[0].sent_at >= gap, "{pair:?}");
+    }
+}
+
+#[test]
 fn requests_can_be_recorded_without_bodies_while_responders_still_see_them() {
     let server = MockModelServer::start();
     server.respond_with(|request| MockResponse::text_turn(request.body["input"].to_string()));

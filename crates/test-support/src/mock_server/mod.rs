@@ -24,7 +24,7 @@ use tokio::sync::oneshot;
 
 pub use recorded::RecordedRequest;
 pub use response::{MockResponse, SseEvent};
-pub use timing::ResponseTiming;
+pub use timing::{FrameTiming, ResponseTiming};
 
 /// State shared between the test thread and the server's runtime.
 pub(crate) struct Shared {
@@ -198,6 +198,17 @@ impl MockModelServer {
     /// by request number; benchmarks subtract this model time from what the client saw.
     pub fn response_timings(&self) -> Vec<ResponseTiming> {
         self.shared.timings.snapshot()
+    }
+
+    /// Whether the time each body frame of a streamed answer is handed to the connection
+    /// is recorded from now on (off by default: a flood of frames would grow the record).
+    pub fn record_frame_times(&self, record: bool) {
+        self.shared.timings.record_frames(record);
+    }
+
+    /// Every frame time recorded while [`MockModelServer::record_frame_times`] was on.
+    pub fn frame_times(&self) -> Vec<FrameTiming> {
+        self.shared.timings.frames()
     }
 
     /// Whether requests received from now on keep their bodies in [`MockModelServer::requests`]

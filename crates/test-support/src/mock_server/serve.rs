@@ -60,8 +60,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     match scripted {
         Some(scripted) => {
             shared.timings.received(number, received_at);
-            let finish: Finish = Box::new(move || shared.timings.finished(number));
-            render(scripted, finish).await
+            render(scripted, Sent { shared, number }).await
         }
         None => error_response(
             StatusCode::BAD_REQUEST,
@@ -81,10 +80,25 @@ fn error_response(status: StatusCode, message: &str) -> Response {
     response
 }
 
-/// Called once the whole answer has been handed to the connection.
-type Finish = Box<dyn FnOnce() + Send>;
+/// Notes in the server's timings when an answer's frames are handed to the connection.
+struct Sent {
+    shared: Arc<Shared>,
+    number: usize,
+}
 
-async fn render(scripted: MockResponse, finish: Finish) -> Response {
+impl Sent {
+    /// Frame `index` (0-based) of the body is being handed over, now.
+    fn frame(&self, index: usize) {
+        self.shared.timings.frame_sent(self.number, index);
+    }
+
+    /// The whole answer has been handed over.
+    fn finished(&self) {
+        self.shared.timings.finished(self.number);
+    }
+}
+
+async fn render(scripted: MockResponse, sent: Sent) -> Response {
     if !scripted.delay_before.is_zero() {
         tokio::time::sleep(scripted.delay_before).await;
     }
@@ -106,11 +120,11 @@ async fn render(scripted: MockResponse, finish: Finish) -> Response {
             scripted.frames,
             scripted.fault,
             scripted.delay_between,
-            finish,
+            sent,
         ))
     } else {
         // The whole body is in memory and goes out as soon as the response is returned.
-        finish();
+        sent.finished();
         Body::from(scripted.frames.concat())
     };
     let mut response = Response::new(body);
@@ -157,10 +171,10 @@ enum Ending {
 
 struct FrameState {
     frames: VecDeque<String>,
-    sent: usize,
+    count: usize,
     gap: Duration,
     ending: Option<Ending>,
-    finish: Option<Finish>,
+    sent: Sent,
 }
 
 /// The body as a stream of frames, paced by `gap` and ended as `fault` says.
@@ -168,7 +182,7 @@ fn frame_stream(
     frames: Vec<String>,
     fault: Option<Fault>,
     gap: Duration,
-    finish: Finish,
+    sent: Sent,
 ) -> impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
     let (limit, ending) = match fault {
         None => (frames.len(), Ending::Clean),
@@ -177,25 +191,24 @@ fn frame_stream(
     };
     let state = FrameState {
         frames: frames.into_iter().take(limit).collect(),
-        sent: 0,
+        count: 0,
         gap,
         ending: Some(ending),
-        finish: Some(finish),
+        sent,
     };
     futures::stream::unfold(state, |mut state| async move {
         if let Some(frame) = state.frames.pop_front() {
-            if state.sent > 0 && !state.gap.is_zero() {
+            if state.count > 0 && !state.gap.is_zero() {
                 tokio::time::sleep(state.gap).await;
             }
-            state.sent += 1;
+            state.sent.frame(state.count);
+            state.count += 1;
             return Some((Ok(Bytes::from(frame)), state));
         }
         match state.ending.take()? {
             Ending::Clean => {
                 // Polled again only once the last frame was taken by the connection.
-                if let Some(finish) = state.finish.take() {
-                    finish();
-                }
+                state.sent.finished();
                 None
             }
             Ending::Disconnect => {
