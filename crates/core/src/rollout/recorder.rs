@@ -1,7 +1,8 @@
 //! Writing a thread's rollout: one writer task per thread, owning the file.
 //!
-//! Records are serialized by the caller and queued; the task appends them to
-//! a buffered file. `flush` hands the buffer to the kernel (survives a killed
+//! Records are serialized by the caller and queued; the task collects them
+//! and appends them to the file in batches. The batch's buffer goes with each
+//! write, so an idle thread holds no buffer at all. `flush` hands the buffer to the kernel (survives a killed
 //! process), `sync` also fsyncs (survives a power cut). The file is locked
 //! with `flock` for as long as the thread lives, so two processes can never
 //! interleave writes to one session.
@@ -13,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use deputy_protocol::{ResponseItem, ThreadEvent};
-use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
 
 use super::reader::{Tail, resumed_from_bytes};
@@ -22,7 +22,7 @@ use super::{
     encode_event_line, encode_line, is_persisted_event, paths,
 };
 
-/// Room for a turn's worth of records between flushes.
+/// How many bytes of records wait for a flush before they are written anyway.
 const WRITE_BUFFER: usize = 64 * 1024;
 
 #[derive(Debug)]
@@ -107,11 +107,7 @@ impl RolloutRecorder {
 
     fn spawn(path: PathBuf, file: File) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(
-            path.clone(),
-            tokio::fs::File::from_std(file),
-            rx,
-        ));
+        tokio::spawn(write_loop(path.clone(), file, rx));
         Self {
             path: Arc::new(path),
             tx,
@@ -193,19 +189,18 @@ fn writer_gone() -> io::Error {
     io::Error::other("the rollout writer has stopped")
 }
 
-async fn write_loop(
-    path: PathBuf,
-    file: tokio::fs::File,
-    mut commands: mpsc::UnboundedReceiver<Command>,
-) {
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
+async fn write_loop(path: PathBuf, file: File, mut commands: mpsc::UnboundedReceiver<Command>) {
+    let mut out = Batch {
+        file: Arc::new(file),
+        pending: Vec::new(),
+    };
     let warn = |what: &str, err: &io::Error| {
         tracing::warn!(path = %path.display(), "rollout {what} failed: {err}");
     };
     while let Some(command) = commands.recv().await {
         match command {
             Command::Record(lines) => {
-                if let Err(err) = out.write_all(lines.as_bytes()).await {
+                if let Err(err) = out.record(&lines).await {
                     warn("write", &err);
                 }
             }
@@ -217,21 +212,21 @@ async fn write_loop(
                 let _ = ack.send(result);
             }
             Command::Sync(ack) => {
-                let result = sync(&mut out).await;
+                let result = out.sync().await;
                 if let Err(err) = &result {
                     warn("sync", err);
                 }
                 let _ = ack.send(result);
             }
             Command::Close(ack) => {
-                let result = sync(&mut out).await;
+                let result = out.sync().await;
                 if let Err(err) = &result {
                     warn("sync", err);
                 }
                 // Unlocked explicitly, before the caller hears back: a process forked
                 // meanwhile (any command being spawned) holds a copy of the descriptor
                 // until it execs, and the lock would otherwise live on with that copy.
-                unlock(out.get_ref());
+                unlock(&out.file);
                 drop(out);
                 let _ = ack.send(result);
                 return;
@@ -243,13 +238,51 @@ async fn write_loop(
     }
 }
 
-async fn sync(out: &mut BufWriter<tokio::fs::File>) -> io::Result<()> {
-    out.flush().await?;
-    out.get_ref().sync_data().await
+/// The writer task's side of the file: records wait in `pending` until a flush, a
+/// sync or [`WRITE_BUFFER`] bytes send them to the kernel, on the blocking pool.
+struct Batch {
+    file: Arc<File>,
+    pending: Vec<u8>,
+}
+
+impl Batch {
+    async fn record(&mut self, lines: &str) -> io::Result<()> {
+        self.pending.extend_from_slice(lines.as_bytes());
+        if self.pending.len() >= WRITE_BUFFER {
+            self.flush().await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes what is pending; its buffer is freed with the write.
+    async fn flush(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.blocking(move |mut file| file.write_all(&pending))
+            .await
+    }
+
+    async fn sync(&mut self) -> io::Result<()> {
+        self.flush().await?;
+        self.blocking(File::sync_data).await
+    }
+
+    async fn blocking(
+        &self,
+        op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
+    ) -> io::Result<()> {
+        let file = Arc::clone(&self.file);
+        tokio::task::spawn_blocking(move || op(&file))
+            .await
+            .unwrap_or_else(|join| Err(io::Error::other(join)))
+    }
 }
 
 /// Releases the `flock` taken by [`lock_exclusive`], for every copy of the descriptor.
-fn unlock(file: &tokio::fs::File) {
+fn unlock(file: &File) {
     // SAFETY: flock only reads the descriptor, which `file` keeps open.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
     if rc != 0 {
