@@ -331,4 +331,4 @@ fn format_timestamp(t: time::OffsetDateTime) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

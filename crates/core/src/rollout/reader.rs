@@ -80,13 +80,67 @@ pub fn load_rollout(path: &Path) -> Result<ResumedSession, RolloutError> {
 }
 
 /// The events of the rollout at `path` with `after < seq < before`, in file order.
-/// Lines of other kinds are skipped without being decoded.
+/// Lines of other kinds are skipped without being decoded. A large file is decoded
+/// in a few slices at once (one per core, at most [`MAX_DECODERS`]), since decoding,
+/// not reading, is what a long replay costs.
 pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEvent>, RolloutError> {
+    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
+    let decoders = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_DECODERS)
+        .min(bytes.len() / PARALLEL_SLICE_BYTES)
+        .max(1);
+    let slices = line_slices(&bytes, decoders);
+    if slices.len() == 1 {
+        return Ok(decode_events(&bytes, after, before));
+    }
+    let decoded: Vec<Vec<ThreadEvent>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = slices[1..]
+            .iter()
+            .map(|slice| scope.spawn(move || decode_events(slice, after, before)))
+            .collect();
+        let first = decode_events(slices[0], after, before);
+        std::iter::once(first)
+            .chain(workers.into_iter().map(|worker| {
+                worker.join().unwrap_or_else(|_| {
+                    tracing::warn!("decoding part of {} failed", path.display());
+                    Vec::new()
+                })
+            }))
+            .collect()
+    });
+    Ok(decoded.into_iter().flatten().collect())
+}
+
+/// Most threads one [`read_events`] decodes with.
+const MAX_DECODERS: usize = 4;
+/// The least a slice decoded on a thread of its own holds.
+const PARALLEL_SLICE_BYTES: usize = 4 << 20;
+
+/// `bytes` cut into at most `n` slices of about equal size, each ending after a newline
+/// (or at the end): whole lines, in order.
+pub(crate) fn line_slices(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+    let mut slices = Vec::with_capacity(n);
+    let mut rest = bytes;
+    for remaining in (2..=n).rev() {
+        let target = rest.len() / remaining;
+        let Some(at) = rest[target..].iter().position(|&b| b == b'\n') else {
+            break;
+        };
+        let (head, tail) = rest.split_at(target + at + 1);
+        slices.push(head);
+        rest = tail;
+    }
+    slices.push(rest);
+    slices
+}
+
+/// The events with `after < seq < before` among the whole lines of `bytes`.
+pub(crate) fn decode_events(bytes: &[u8], after: u64, before: u64) -> Vec<ThreadEvent> {
     #[derive(serde::Deserialize)]
     struct EventLine {
         payload: ThreadEvent,
     }
-    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
     let mut events = Vec::new();
     for line in bytes.split(|&b| b == b'\n') {
         let Some(seq) = event_line_seq(line) else {
@@ -100,7 +154,7 @@ pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEve
             events.push(payload);
         }
     }
-    Ok(events)
+    events
 }
 
 /// The `seq` of an `event` line, read from its first bytes; `None` for other lines.

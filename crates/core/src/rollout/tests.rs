@@ -10,11 +10,11 @@ use uuid::{NoContext, Timestamp, Uuid};
 
 use super::*;
 
-fn id_at(secs: u64) -> String {
+pub(crate) fn id_at(secs: u64) -> String {
     Uuid::new_v7(Timestamp::from_unix(NoContext, secs, 0)).to_string()
 }
 
-fn meta(id: &str, cwd: &Path) -> SessionMeta {
+pub(crate) fn meta(id: &str, cwd: &Path) -> SessionMeta {
     SessionMeta {
         id: id.to_string(),
         timestamp: "2025-03-04T05:06:07.000Z".into(),
@@ -570,4 +570,46 @@ async fn reopen(path: &Path) -> (RolloutRecorder, ResumedSession) {
             Err(err) => panic!("resume: {err}"),
         }
     }
+}
+
+#[test]
+fn line_slices_cut_only_after_newlines_and_cover_everything() {
+    let text = b"first line\nsecond\n\nthird, longer than the others\nno newline at the end";
+    for n in 1..=8 {
+        let slices = reader::line_slices(text, n);
+        assert!(!slices.is_empty() && slices.len() <= n, "{n}: {slices:?}");
+        assert_eq!(slices.concat(), text.as_slice(), "{n} slices lost bytes");
+        for slice in &slices[..slices.len() - 1] {
+            assert_eq!(slice.last(), Some(&b'\n'), "{n}: a slice ends mid-line");
+        }
+    }
+    assert_eq!(reader::line_slices(b"", 3), [b"".as_slice()]);
+}
+
+#[tokio::test]
+async fn a_large_rollout_decoded_in_slices_reads_every_event_in_order() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = one_turn(home.path(), &id_at(1_741_064_768)).await;
+    let first = read_events(recorder.path(), 0, u64::MAX).expect("read events");
+    let start = first.last().map_or(1, |e| e.seq + 1);
+    // Well past the size that is decoded in slices, with lines of other kinds between.
+    let text = "x".repeat(4096);
+    let mut seq = start;
+    while std::fs::metadata(recorder.path()).expect("stat").len() < 12 << 20 {
+        for _ in 0..256 {
+            recorder.record_event(&user_message(seq, format!("{seq} {text}")));
+            seq += 1;
+        }
+        recorder.record_items([&ResponseItem::assistant_text("between")]);
+        recorder.flush().await.expect("flush");
+    }
+    let all = read_events(recorder.path(), 0, u64::MAX).expect("read events");
+    let serial = reader::decode_events(&std::fs::read(recorder.path()).expect("read"), 0, u64::MAX);
+    assert_eq!(all.len(), serial.len());
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = first.iter().map(|e| e.seq).chain(start..seq).collect();
+    assert_eq!(seqs, expected);
+    let window = read_events(recorder.path(), start + 10, seq - 10).expect("read events");
+    assert_eq!(window.first().map(|e| e.seq), Some(start + 11));
+    assert_eq!(window.last().map(|e| e.seq), Some(seq - 11));
 }
