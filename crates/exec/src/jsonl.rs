@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use deputy_core::command_safety::{escape_command_for_display, shell_script};
+use deputy_core::command_safety::command_line;
 use deputy_protocol::{
     CommandExecutionItem, CommandExecutionStatus, FileChange, FileChangeItem, PatchApplyStatus,
     PlanItem, StepStatus, ThreadEvent, ThreadEventMsg, ThreadItem, TokenUsage, TurnAbortReason,
@@ -362,11 +362,6 @@ fn details(item: &ThreadItem) -> Option<ItemDetails> {
             items: plan.plan.iter().map(todo_item).collect(),
         },
     })
-}
-
-/// The command line as Codex shows it: a shell wrapper's script, else the quoted argv.
-pub fn command_line(argv: &[String]) -> String {
-    shell_script(argv).map_or_else(|| escape_command_for_display(argv), str::to_string)
 }
 
 fn command_details(command: &CommandExecutionItem) -> ItemDetails {

@@ -13,8 +13,8 @@ use deputy_protocol::{
     ThreadItem, TurnAbortReason,
 };
 
-use crate::jsonl::command_line;
 use crate::spinner::Spinner;
+use deputy_core::command_safety::command_line;
 
 /// Lines of a failed command's output shown under it.
 const TAIL_LINES: usize = 10;

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use deputy_core::command_safety::command_line;
 use deputy_protocol::{EventMsg, ExecCommandStatus};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
@@ -127,10 +128,7 @@ impl ProgressReporter {
 }
 
 fn short_command(argv: &[String]) -> String {
-    let text = match argv {
-        [shell, flag, script] if (shell.ends_with("sh")) && flag.starts_with('-') => script.clone(),
-        _ => argv.join(" "),
-    };
+    let text = command_line(argv);
     let first_line = text.lines().next().unwrap_or_default();
     if first_line.chars().count() > 60 {
         format!("{}…", first_line.chars().take(60).collect::<String>())
@@ -160,6 +158,11 @@ mod tests {
         ];
         assert_eq!(short_command(&argv), "cargo test");
         assert_eq!(short_command(&["ls".into(), "-la".into()]), "ls -la");
+        // Not a shell wrapper: quoted like everywhere else, so spaces stay visible.
+        assert_eq!(
+            short_command(&["touch".into(), "a b.txt".into()]),
+            "touch 'a b.txt'"
+        );
         assert_eq!(human_count(1234), "1.2k");
         assert_eq!(human_count(12), "12");
     }

@@ -68,6 +68,11 @@ pub fn escape_command_for_display(argv: &[String]) -> String {
     shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
+/// The command line as Codex shows it: a shell wrapper's script, else the quoted argv.
+pub fn command_line(argv: &[String]) -> String {
+    shell_script(argv).map_or_else(|| escape_command_for_display(argv), str::to_string)
+}
+
 #[cfg(test)]
 mod parse_command_tests;
 #[cfg(test)]
