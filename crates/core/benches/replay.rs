@@ -1,0 +1,102 @@
+//! How long a new subscriber takes to replay a 100,000-event thread from its first
+//! event: the events of realistic turns (see `common`) are written to a rollout once,
+//! then replayed by `subscribe(0)` until the newest event has arrived, in two states:
+//!
+//! - a resumed thread (`ThreadManager::resume_thread`): every past event comes back
+//!   from the rollout file;
+//! - a live log that published them all: the older events from the rollout, the newest
+//!   ones from the in-memory window.
+//!
+//! Each replay must deliver every seq from 1 to the newest exactly once, in order. Prints
+//! min/median/max against the goal of 200 ms.
+//!
+//! Run with `cargo bench -p deputy-core --bench replay`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark run: a failed step aborts the measurement"
+)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deputy_core::event_log::EventLog;
+use deputy_core::rollout::{RolloutRecorder, SessionMeta, SessionSource, read_events};
+use deputy_core::{Subscription, ThreadManager};
+
+use common::{BenchHome, Until, report, write_session};
+
+const EVENTS: u64 = 100_000;
+const ITERATIONS: usize = 10;
+const GOAL: Duration = Duration::from_millis(200);
+
+fn main() {
+    common::block_on(run());
+}
+
+async fn run() {
+    let home = BenchHome::new();
+    let layers = &home.layers;
+    let written = write_session(layers, Until::Events(EVENTS)).await;
+    let bytes = std::fs::metadata(&written.path).expect("stat").len();
+    println!(
+        "rollout: {} events, {:.1} MiB",
+        written.events,
+        bytes as f64 / (1024.0 * 1024.0)
+    );
+
+    let manager = ThreadManager::new(None, SessionSource::Exec);
+    let (thread, _) = manager.resume_thread(&written.id, layers).expect("resume");
+    let mut resumed = Vec::new();
+    for _ in 0..ITERATIONS {
+        let newest = thread.last_seq();
+        let start = Instant::now();
+        drain(thread.subscribe(0), newest).await;
+        resumed.push(start.elapsed());
+    }
+    manager.shutdown_all().await;
+    verdict("resumed thread (all from the rollout)", &mut resumed);
+
+    let config = layers.load().expect("config");
+    let id = uuid::Uuid::now_v7().to_string();
+    let meta = SessionMeta::new(&id, &config, SessionSource::Exec);
+    let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &[]).expect("create");
+    let log = Arc::new(EventLog::new(id, 1, Some(recorder)));
+    for event in read_events(&written.path, 0, u64::MAX).expect("read") {
+        log.publish(event.turn_id.as_deref(), &event.submission_id, event.msg);
+    }
+    let mut live = Vec::new();
+    for _ in 0..ITERATIONS {
+        let newest = log.last_seq();
+        let start = Instant::now();
+        drain(log.subscribe(0), newest).await;
+        live.push(start.elapsed());
+    }
+    log.close();
+    verdict("live log (rollout, then the in-memory window)", &mut live);
+}
+
+/// Reads `subscription` until event `newest`, checking that every seq arrives once, in order.
+async fn drain(mut subscription: Subscription, newest: u64) {
+    assert!(newest >= EVENTS, "only {newest} events to replay");
+    let mut expected = 1;
+    while expected <= newest {
+        let event = subscription
+            .next()
+            .await
+            .expect("the log ended before its newest event")
+            .expect("a replaying subscriber never lags");
+        assert_eq!(event.seq, expected, "replay skipped or repeated an event");
+        expected += 1;
+    }
+}
+
+fn verdict(what: &str, samples: &mut [Duration]) {
+    report(&format!("replay of {EVENTS}+ events, {what}"), samples);
+    let median = samples[samples.len() / 2];
+    let met = if median < GOAL { "met" } else { "NOT met" };
+    println!("  goal: median < {} ms: {met}", GOAL.as_millis());
+}
