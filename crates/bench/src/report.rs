@@ -11,6 +11,8 @@ pub enum Unit {
     Ms,
     /// Mebibytes.
     MiB,
+    /// Kibibytes.
+    KiB,
     /// A plain count.
     Count,
 }
@@ -20,6 +22,7 @@ impl Unit {
         match self {
             Unit::Ms => "ms",
             Unit::MiB => "MiB",
+            Unit::KiB => "KiB",
             Unit::Count => "",
         }
     }
@@ -89,6 +92,16 @@ impl Sample {
             unit: Unit::MiB,
             goal,
             value: kib as f64 / 1024.0,
+        }
+    }
+
+    /// A figure in KiB.
+    pub fn kib(figure: &'static str, goal: Goal, kib: f64) -> Self {
+        Self {
+            figure,
+            unit: Unit::KiB,
+            goal,
+            value: kib,
         }
     }
 

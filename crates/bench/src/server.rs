@@ -53,6 +53,9 @@ struct Inbox {
     notifications: u64,
     stdout_bytes: u64,
     closed: bool,
+    /// The text of each `agent_message_delta` event and when its line was read, once
+    /// [`ServerProcess::record_deltas`] asked for them.
+    deltas: Option<Vec<(String, Instant)>>,
 }
 
 #[derive(Default)]
@@ -212,6 +215,23 @@ impl ServerProcess {
         Ok(reply)
     }
 
+    /// From now on, keeps the text and arrival time of every `agent_message_delta` event.
+    pub fn record_deltas(&self) {
+        lock(&self.shared.inbox).deltas.get_or_insert_with(Vec::new);
+    }
+
+    /// The deltas recorded since [`ServerProcess::record_deltas`], in arrival order.
+    pub fn take_deltas(&self) -> Vec<(String, Instant)> {
+        lock(&self.shared.inbox).deltas.take().unwrap_or_default()
+    }
+
+    /// The child's resident set now (`VmRSS`), in KiB.
+    pub fn rss_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .context("reading the server's /proc status")?;
+        status_field_kib(&status, "VmRSS").context("no VmRSS in /proc status")
+    }
+
     /// How many notifications and stdout bytes arrived so far.
     pub fn traffic(&self) -> (u64, u64) {
         let inbox = lock(&self.shared.inbox);
@@ -363,11 +383,41 @@ fn read_stdout(stdout: impl Read, shared: &Shared) {
                     shared.arrived.notify_all();
                 }
             }
-            (None, _) => inbox.notifications += 1,
+            (None, _) => {
+                inbox.notifications += 1;
+                if let Some(deltas) = inbox.deltas.as_mut()
+                    && let Some(delta) = agent_message_delta(&line)
+                {
+                    deltas.push((delta, at));
+                }
+            }
         }
     }
     lock(&shared.inbox).closed = true;
     shared.arrived.notify_all();
+}
+
+/// The text of a `codex/event` notification carrying an `agent_message_delta`.
+fn agent_message_delta(line: &[u8]) -> Option<String> {
+    const MARKER: &[u8] = b"\"agent_message_delta\"";
+    #[derive(Deserialize)]
+    struct Notification {
+        params: Params,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        msg: Msg,
+    }
+    #[derive(Deserialize)]
+    struct Msg {
+        #[serde(rename = "type")]
+        kind: String,
+        delta: String,
+    }
+    // Most lines are not deltas: look before decoding.
+    line.windows(MARKER.len()).position(|w| w == MARKER)?;
+    let notification: Notification = serde_json::from_slice(line).ok()?;
+    (notification.params.msg.kind == "agent_message_delta").then_some(notification.params.msg.delta)
 }
 
 fn read_stderr(mut stderr: impl Read, shared: &Shared) {
@@ -398,5 +448,17 @@ mod tests {
         assert_eq!(status_field_kib(status, "VmHWM"), Some(7344));
         assert_eq!(status_field_kib(status, "VmRSS"), Some(7000));
         assert_eq!(status_field_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn agent_message_deltas_are_read_from_codex_events_only() {
+        let delta = br#"{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":1},"id":"1","msg":{"type":"agent_message_delta","delta":"d7 "}}}"#;
+        assert_eq!(agent_message_delta(delta).as_deref(), Some("d7 "));
+        let other = br#"{"jsonrpc":"2.0","method":"codex/event","params":{"msg":{"type":"agent_message","message":"agent_message_delta"}}}"#;
+        assert_eq!(agent_message_delta(other), None);
+        assert_eq!(
+            agent_message_delta(b"not json \"agent_message_delta\""),
+            None
+        );
     }
 }

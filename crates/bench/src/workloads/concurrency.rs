@@ -1,4 +1,5 @@
-//! Concurrency: 64 sessions at once on one server, each one shell call and an answer.
+//! Concurrency: many sessions at once on one server (64, and 1,000), each one shell call
+//! and an answer.
 
 use serde_json::json;
 
@@ -7,11 +8,32 @@ use super::{CALL_TIMEOUT, EXIT_TIMEOUT, Outcome, Workload, send_call, start, too
 use crate::report::{Goal, Sample};
 use crate::target::{Home, Target};
 
-/// How many sessions run at once.
-pub const SESSIONS: u64 = 64;
+/// `sessions` `codex` calls sent back to back, then all results awaited.
+pub struct Concurrency {
+    sessions: u64,
+    wall_time: &'static str,
+    goals: [Goal; 2],
+}
 
-/// [`SESSIONS`] `codex` calls sent back to back, then all results awaited.
-pub struct Concurrency;
+impl Concurrency {
+    /// 64 sessions: wall time and memory against Codex's.
+    pub fn sixty_four() -> Self {
+        Self {
+            sessions: 64,
+            wall_time: "wall time (64 sessions)",
+            goals: [Goal::RatioAtLeast(3.0), Goal::RatioAtLeast(4.0)],
+        }
+    }
+
+    /// 1,000 sessions in one process.
+    pub fn thousand() -> Self {
+        Self {
+            sessions: 1000,
+            wall_time: "wall time (1000 sessions)",
+            goals: [Goal::None, Goal::None],
+        }
+    }
+}
 
 impl Workload for Concurrency {
     fn run(&mut self, target: &Target) -> anyhow::Result<Outcome> {
@@ -19,7 +41,7 @@ impl Workload for Concurrency {
         let home = Home::new(&model.server.base_url())?;
         let server = start(target, &home)?;
         let mut ids = Vec::new();
-        for n in 0..SESSIONS {
+        for n in 0..self.sessions {
             let prompt = format!("run the command {}", marker(n));
             ids.push(send_call(&server, "codex", json!({"prompt": prompt}))?);
         }
@@ -42,12 +64,8 @@ impl Workload for Concurrency {
             anyhow::bail!("no call was made");
         };
         Ok(Outcome::Measured(vec![
-            Sample::ms(
-                "wall time (64 sessions)",
-                Goal::RatioAtLeast(3.0),
-                last - first,
-            ),
-            Sample::mib("peak RSS", Goal::RatioAtLeast(4.0), rss_before_exit),
+            Sample::ms(self.wall_time, self.goals[0], last - first),
+            Sample::mib("peak RSS", self.goals[1], rss_before_exit),
             Sample::ms("total CPU", Goal::None, exit.cpu),
             Sample::count("sessions that lost the command output", wrong),
         ]))

@@ -2,7 +2,9 @@
 
 mod cold_start;
 mod concurrency;
+mod event_latency;
 mod flood;
+mod idle_memory;
 pub mod model;
 mod patch;
 mod resume;
@@ -18,10 +20,13 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 9] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
+    "concurrency-1000",
+    "idle-memory",
+    "event-latency",
     "output-flood",
     "resume",
     "patch",
@@ -54,7 +59,10 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
     Some(match name {
         "cold-start" => Box::new(cold_start::ColdStart),
         "turn-overhead" => Box::new(turns::TurnOverhead),
-        "concurrency" => Box::new(concurrency::Concurrency),
+        "concurrency" => Box::new(concurrency::Concurrency::sixty_four()),
+        "concurrency-1000" => Box::new(concurrency::Concurrency::thousand()),
+        "idle-memory" => Box::new(idle_memory::IdleMemory),
+        "event-latency" => Box::new(event_latency::EventLatency),
         "output-flood" => Box::new(flood::OutputFlood),
         "resume" => Box::new(resume::Resume::default()),
         "patch" => Box::new(patch::Patch::default()),
