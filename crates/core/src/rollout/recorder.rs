@@ -2,8 +2,9 @@
 //!
 //! Records are serialized by the caller and queued; the task collects them
 //! and appends them to the file in batches. The batch's buffer goes with each
-//! write, so an idle thread holds no buffer at all. `flush` hands the buffer to the kernel (survives a killed
-//! process), `sync` also fsyncs (survives a power cut). The file is locked
+//! write, so an idle thread holds no buffer at all. `flush` hands what waits to
+//! the kernel (survives a killed process), `sync` also fsyncs (survives a power
+//! cut). The file is locked
 //! with `flock` for as long as the thread lives, so two processes can never
 //! interleave writes to one session.
 
