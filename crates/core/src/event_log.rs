@@ -15,7 +15,7 @@ use std::time::Instant;
 use deputy_protocol::{ThreadEvent, ThreadEventMsg};
 use tokio::sync::mpsc;
 
-use crate::rollout::{RolloutError, RolloutRecorder, read_events};
+use crate::rollout::{EventReplay, RolloutRecorder};
 use crate::thread::lock;
 
 /// Events a subscriber may have pending before it counts as lagging.
@@ -202,8 +202,10 @@ impl EventLog {
         }
         Subscription {
             log: self.clone(),
-            backlog,
             disk_range,
+            replay: None,
+            replayed: Vec::new().into_iter(),
+            backlog,
             rx,
             lagged,
             last_seq: after_seq,
@@ -264,25 +266,14 @@ impl EventLog {
         state.subscribers.clear();
     }
 
-    /// The events `after < seq < before` as written to the rollout.
-    async fn read_persisted(
-        &self,
-        after: u64,
-        before: u64,
-    ) -> Result<Vec<ThreadEvent>, RolloutError> {
-        let Some(rollout) = &self.rollout else {
-            return Ok(Vec::new());
-        };
+    /// Starts replaying the events `after < seq < before` as written to the rollout.
+    async fn replay_persisted(&self, after: u64, before: u64) -> Option<EventReplay> {
+        let rollout = self.rollout.as_ref()?;
         // Evicted events may still sit in the writer's buffer.
         let _ = rollout.flush().await;
-        let path = rollout.path().to_path_buf();
-        match tokio::task::spawn_blocking(move || read_events(&path, after, before)).await {
-            Ok(read) => read,
-            Err(join) => {
-                tracing::warn!("reading past events failed: {join}");
-                Ok(Vec::new())
-            }
-        }
+        EventReplay::start(rollout.path(), after, before)
+            .inspect_err(|err| tracing::warn!("cannot replay past events: {err}"))
+            .ok()
     }
 }
 
@@ -352,8 +343,13 @@ fn weight_of(msg: &ThreadEventMsg) -> usize {
 #[derive(Debug)]
 pub struct Subscription {
     log: Arc<EventLog>,
-    backlog: VecDeque<Arc<ThreadEvent>>,
+    /// Events older than the window, still to be read from the rollout.
     disk_range: Option<(u64, u64)>,
+    /// The rollout replay under way, and the part of it read but not returned.
+    replay: Option<EventReplay>,
+    replayed: std::vec::IntoIter<ThreadEvent>,
+    /// What the window held when subscribing.
+    backlog: VecDeque<Arc<ThreadEvent>>,
     rx: mpsc::Receiver<Arc<ThreadEvent>>,
     lagged: Arc<AtomicBool>,
     last_seq: u64,
@@ -363,23 +359,32 @@ pub struct Subscription {
 impl Subscription {
     /// The next event; `Err(Lagged)` once if this subscriber was cut off for falling
     /// behind, `None` when the log is closed (the thread stopped) and everything was read.
+    /// Cancel-safe: a cancelled call loses no event.
     pub async fn next(&mut self) -> Option<Result<Arc<ThreadEvent>, Lagged>> {
-        if let Some((after, before)) = self.disk_range.take() {
-            match self.log.read_persisted(after, before).await {
-                Ok(past) => {
-                    let window = std::mem::take(&mut self.backlog);
-                    self.backlog = past.into_iter().map(Arc::new).chain(window).collect();
-                }
-                Err(err) => tracing::warn!("cannot replay past events: {err}"),
-            }
+        if let Some((after, before)) = self.disk_range {
+            self.replay = self.log.replay_persisted(after, before).await;
+            self.disk_range = None;
         }
         loop {
             if self.finished {
                 return None;
             }
-            let event = match self.backlog.pop_front() {
-                Some(event) => event,
-                None => match self.rx.recv().await {
+            let event = if let Some(event) = self.replayed.next() {
+                Arc::new(event)
+            } else if let Some(replay) = &mut self.replay {
+                match replay.next_chunk().await {
+                    Some(Ok(events)) => self.replayed = events.into_iter(),
+                    Some(Err(err)) => {
+                        tracing::warn!("cannot replay past events: {err}");
+                        self.replay = None;
+                    }
+                    None => self.replay = None,
+                }
+                continue;
+            } else if let Some(event) = self.backlog.pop_front() {
+                event
+            } else {
+                match self.rx.recv().await {
                     Some(event) => event,
                     None => {
                         self.finished = true;
@@ -387,7 +392,7 @@ impl Subscription {
                             last_seq: self.last_seq,
                         }));
                     }
-                },
+                }
             };
             // The window snapshot and the live channel can overlap by nothing, but a
             // replay from disk can include what the window also holds: skip repeats.

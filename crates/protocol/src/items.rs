@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::{FileChange, ParsedCommand, PlanItem, ReviewOutputEvent, ReviewRequest};
 
 /// One item of a turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ThreadItem {
     /// The user's input that started the turn.
@@ -36,6 +36,18 @@ pub enum ThreadItem {
     /// The history was compacted: summarized by the model and replaced by the summary.
     ContextCompaction(ContextCompactionItem),
 }
+
+crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with a `type`", {
+    "user_message" => UserMessage(UserMessageItem),
+    "agent_message" => AgentMessage(AgentMessageItem),
+    "reasoning" => Reasoning(ReasoningItem),
+    "command_execution" => CommandExecution(CommandExecutionItem),
+    "file_change" => FileChange(FileChangeItem),
+    "plan" => Plan(PlanUpdateItem),
+    "entered_review_mode" => EnteredReviewMode(EnteredReviewModeItem),
+    "exited_review_mode" => ExitedReviewMode(ExitedReviewModeItem),
+    "context_compaction" => ContextCompaction(ContextCompactionItem),
+});
 
 impl ThreadItem {
     /// The item's id.

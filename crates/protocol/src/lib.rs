@@ -15,6 +15,7 @@ mod legacy;
 mod models;
 mod ops;
 mod review;
+mod tagged;
 mod thread_events;
 
 pub use config_types::*;

@@ -27,7 +27,7 @@ pub struct ThreadEvent {
 }
 
 /// Everything a thread reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ThreadEventMsg {
     /// The thread is configured: the first event of a thread, and again whenever it is resumed.
@@ -69,6 +69,28 @@ pub enum ThreadEventMsg {
     /// The thread has stopped.
     ShutdownComplete,
 }
+
+crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object with a `type`", {
+    "session_configured" => SessionConfigured(SessionConfiguredEvent),
+    "turn_started" => TurnStarted(TaskStartedEvent),
+    "item_started" => ItemStarted(ItemEvent),
+    "item_updated" => ItemUpdated(ItemEvent),
+    "item_completed" => ItemCompleted(ItemEvent),
+    "agent_message_delta" => AgentMessageDelta(ItemDeltaEvent),
+    "reasoning_delta" => ReasoningDelta(ItemDeltaEvent),
+    "command_output_delta" => CommandOutputDelta(CommandOutputDeltaEvent),
+    "exec_approval_request" => ExecApprovalRequest(ExecApprovalRequest),
+    "patch_approval_request" => PatchApprovalRequest(PatchApprovalRequest),
+    "approval_resolved" => ApprovalResolved(ApprovalResolvedEvent),
+    "turn_diff" => TurnDiff(TurnDiffEvent),
+    "token_count" => TokenCount(TokenCountEvent),
+    "stream_error" => StreamError(StreamErrorEvent),
+    "warning" => Warning(WarningEvent),
+    "turn_complete" => TurnComplete(TaskCompleteEvent),
+    "turn_aborted" => TurnAborted(TurnAbortedEvent),
+    "turn_failed" => TurnFailed(ErrorEvent),
+    "shutdown_complete" => ShutdownComplete,
+});
 
 impl ThreadEventMsg {
     /// Whether this event ends a turn.

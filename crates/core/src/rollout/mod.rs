@@ -5,9 +5,10 @@
 //! `response_item` (an item as it entered the model history), `turn_context`
 //! (the settings a turn started with), `event` (an entry of the thread's event
 //! log, with its `seq`: everything but streaming deltas, large outputs cut to
-//! head and tail) and `compacted` (the history was replaced by a summary: the
-//! history from there on is its `replacement_history`, so a resumed thread loads
-//! the compacted history, not the whole past). Files written before the event log hold `event_msg` lines
+//! head and tail, a command's output kept once; see [`event_line`]) and
+//! `compacted` (the history was replaced by a summary: the history from there on
+//! is its `replacement_history`, so a resumed thread loads the compacted history,
+//! not the whole past). Files written before the event log hold `event_msg` lines
 //! (a few Codex events), which are still read.
 //!
 //! The file lives at `sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl`,
@@ -21,6 +22,7 @@
 //! see it, and nothing is lost.
 
 mod archive;
+mod event_line;
 mod ids;
 mod list;
 mod paths;
@@ -30,21 +32,23 @@ mod recorder;
 use std::path::PathBuf;
 
 use deputy_protocol::{
-    AskForApproval, EventMsg, ResponseItem, SandboxMode, SandboxPolicy, ThreadEvent,
-    ThreadEventMsg, ThreadItem,
+    AskForApproval, EventMsg, ResponseItem, SandboxMode, SandboxPolicy, ThreadEvent, ThreadEventMsg,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, SandboxWorkspaceWrite};
 
 pub use archive::{archive_rollout, archived_sessions_dir};
+pub use event_line::{PERSISTED_FIELD_BYTES, encode_event_line, trimmed_for_disk};
 pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
 pub use list::{
     CreationQuery, SessionPage, SessionSummary, list_by_creation, list_sessions,
     list_sessions_by_creation, one_line_preview, session_summary,
 };
 pub use paths::{find_rollout, rollout_path, sessions_dir};
-pub use reader::{ResumedSession, RolloutContents, load_rollout, read_events, read_rollout};
+pub use reader::{
+    EventReplay, ResumedSession, RolloutContents, load_rollout, read_events, read_rollout,
+};
 pub use recorder::RolloutRecorder;
 
 /// Why a rollout could not be created, opened or read.
@@ -229,55 +233,6 @@ pub fn is_persisted_event(msg: &ThreadEventMsg) -> bool {
     !msg.is_delta()
 }
 
-/// Bytes of each large text field (command output, diffs) an event keeps on disk;
-/// the middle of a longer one is cut out with a note, as in conversation snapshots.
-pub const PERSISTED_FIELD_BYTES: usize = 64 * 1024;
-
-/// `event` with its large text fields cut to [`PERSISTED_FIELD_BYTES`] head and tail.
-pub fn trimmed_for_disk(event: &ThreadEvent) -> std::borrow::Cow<'_, ThreadEvent> {
-    use deputy_protocol::ItemEvent;
-    let trim = |text: &mut String| {
-        if text.len() > PERSISTED_FIELD_BYTES {
-            *text = crate::exec::truncate_middle(text, PERSISTED_FIELD_BYTES).0;
-        }
-    };
-    let big = |text: &str| text.len() > PERSISTED_FIELD_BYTES;
-    match &event.msg {
-        ThreadEventMsg::ItemCompleted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        }) if big(&cmd.stdout)
-            || big(&cmd.stderr)
-            || big(&cmd.aggregated_output)
-            || big(&cmd.formatted_output) =>
-        {
-            let mut cmd = cmd.clone();
-            for field in [
-                &mut cmd.stdout,
-                &mut cmd.stderr,
-                &mut cmd.aggregated_output,
-                &mut cmd.formatted_output,
-            ] {
-                trim(field);
-            }
-            std::borrow::Cow::Owned(ThreadEvent {
-                msg: ThreadEventMsg::ItemCompleted(ItemEvent {
-                    item: ThreadItem::CommandExecution(cmd),
-                }),
-                ..event.clone()
-            })
-        }
-        ThreadEventMsg::TurnDiff(diff) if big(&diff.unified_diff) => {
-            let mut diff = diff.clone();
-            trim(&mut diff.unified_diff);
-            std::borrow::Cow::Owned(ThreadEvent {
-                msg: ThreadEventMsg::TurnDiff(diff),
-                ..event.clone()
-            })
-        }
-        _ => std::borrow::Cow::Borrowed(event),
-    }
-}
-
 /// One rollout line, newline included, stamped with the current time.
 pub fn encode_line(item: &RolloutItem) -> String {
     #[derive(Serialize)]
@@ -291,27 +246,6 @@ pub fn encode_line(item: &RolloutItem) -> String {
     let mut line = serde_json::to_string(&Line {
         timestamp: &timestamp,
         item,
-    })
-    .unwrap_or_default();
-    line.push('\n');
-    line
-}
-
-/// The `event` line of `event` (its on-disk form, see [`trimmed_for_disk`]), newline included.
-pub fn encode_event_line(event: &ThreadEvent) -> String {
-    #[derive(Serialize)]
-    struct Line<'a> {
-        timestamp: &'a str,
-        #[serde(rename = "type")]
-        kind: &'static str,
-        payload: &'a ThreadEvent,
-    }
-    let timestamp = now_timestamp();
-    let trimmed = trimmed_for_disk(event);
-    let mut line = serde_json::to_string(&Line {
-        timestamp: &timestamp,
-        kind: "event",
-        payload: &trimmed,
     })
     .unwrap_or_default();
     line.push('\n');

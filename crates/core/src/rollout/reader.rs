@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use deputy_protocol::{ResponseItem, ThreadEvent};
+use tokio::sync::mpsc;
 
+use super::event_line::{decode_event_line, event_line_seq};
 use super::{RolloutError, RolloutItem, SessionMeta, TurnContextRecord};
 
 /// Warnings kept per file before the rest are only counted.
@@ -80,94 +82,205 @@ pub fn load_rollout(path: &Path) -> Result<ResumedSession, RolloutError> {
 }
 
 /// The events of the rollout at `path` with `after < seq < before`, in file order.
-/// Lines of other kinds are skipped without being decoded. A large file is decoded
-/// in a few slices at once (one per core, at most [`MAX_DECODERS`]), since decoding,
-/// not reading, is what a long replay costs.
+/// Lines of other kinds are skipped without being decoded. To replay a long thread,
+/// [`EventReplay`] does the same in parallel, a chunk at a time.
 pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEvent>, RolloutError> {
-    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
-    let decoders = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(MAX_DECODERS)
-        .min(bytes.len() / PARALLEL_SLICE_BYTES)
-        .max(1);
-    let slices = line_slices(&bytes, decoders);
-    if slices.len() == 1 {
-        return Ok(decode_events(&bytes, after, before));
-    }
-    let decoded: Vec<Vec<ThreadEvent>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = slices[1..]
-            .iter()
-            .map(|slice| scope.spawn(move || decode_events(slice, after, before)))
-            .collect();
-        let first = decode_events(slices[0], after, before);
-        std::iter::once(first)
-            .chain(workers.into_iter().map(|worker| {
-                worker.join().unwrap_or_else(|_| {
-                    tracing::warn!("decoding part of {} failed", path.display());
-                    Vec::new()
-                })
-            }))
-            .collect()
-    });
-    Ok(decoded.into_iter().flatten().collect())
+    let part = Part {
+        start: 0,
+        end: u64::MAX,
+        after,
+        before,
+    };
+    part.decode(path, &mut Vec::new())
+        .map_err(|e| RolloutError::io(path, e))
 }
 
-/// Most threads one [`read_events`] decodes with.
+/// A replay of the events of a rollout with `after < seq < before`: the file is cut
+/// into chunks that a few blocking threads (one per core, at most [`MAX_DECODERS`])
+/// read and decode ahead, handed over in file order. Memory holds a few chunks, not
+/// the whole file, and the first events can be used while later ones are decoded.
+/// Dropping the replay stops the threads.
+#[derive(Debug)]
+pub struct EventReplay {
+    path: PathBuf,
+    /// One per decoding thread: chunk `i` comes from `decoded[i % decoded.len()]`.
+    decoded: Vec<mpsc::Receiver<std::io::Result<Vec<ThreadEvent>>>>,
+    next_chunk: usize,
+    chunks: usize,
+}
+
+/// Most threads one [`EventReplay`] decodes with.
 const MAX_DECODERS: usize = 4;
-/// The least a slice decoded on a thread of its own holds.
-const PARALLEL_SLICE_BYTES: usize = 4 << 20;
+/// The least a file holds per decoding thread.
+const BYTES_PER_DECODER: u64 = 4 << 20;
+/// The bytes of one chunk of an [`EventReplay`].
+const CHUNK_BYTES: u64 = 256 << 10;
+/// Decoded chunks each thread of an [`EventReplay`] may have ready before it waits.
+const CHUNKS_AHEAD: usize = 2;
 
-/// `bytes` cut into at most `n` slices of about equal size, each ending after a newline
-/// (or at the end): whole lines, in order.
-pub(crate) fn line_slices(bytes: &[u8], n: usize) -> Vec<&[u8]> {
-    let mut slices = Vec::with_capacity(n);
-    let mut rest = bytes;
-    for remaining in (2..=n).rev() {
-        let target = rest.len() / remaining;
-        let Some(at) = rest[target..].iter().position(|&b| b == b'\n') else {
-            break;
-        };
-        let (head, tail) = rest.split_at(target + at + 1);
-        slices.push(head);
-        rest = tail;
+impl EventReplay {
+    /// Starts replaying the events of the rollout at `path` with `after < seq < before`.
+    /// Must be called within a tokio runtime.
+    pub fn start(path: &Path, after: u64, before: u64) -> Result<Self, RolloutError> {
+        let len = std::fs::metadata(path)
+            .map_err(|e| RolloutError::io(path, e))?
+            .len();
+        let decoders = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(MAX_DECODERS)
+            .min(usize::try_from(len / BYTES_PER_DECODER).unwrap_or(usize::MAX))
+            .max(1);
+        Ok(Self::start_with(
+            path,
+            len,
+            (after, before),
+            decoders,
+            CHUNK_BYTES,
+        ))
     }
-    slices.push(rest);
-    slices
+
+    /// [`EventReplay::start`] for the first `len` bytes of the file (and the line
+    /// running past them), `decoders` threads and chunks of `chunk_bytes`.
+    pub(crate) fn start_with(
+        path: &Path,
+        len: u64,
+        (after, before): (u64, u64),
+        decoders: usize,
+        chunk_bytes: u64,
+    ) -> Self {
+        let chunk_bytes = chunk_bytes.max(1);
+        let chunks = usize::try_from(len.div_ceil(chunk_bytes))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let decoders = decoders.clamp(1, chunks);
+        let decoded = (0..decoders)
+            .map(|first| {
+                let (tx, rx) = mpsc::channel(CHUNKS_AHEAD);
+                let path = path.to_path_buf();
+                tokio::task::spawn_blocking(move || {
+                    let mut buf = Vec::new();
+                    for chunk in (first..chunks).step_by(decoders) {
+                        let start = chunk as u64 * chunk_bytes;
+                        let part = Part {
+                            start,
+                            end: (start + chunk_bytes).min(len),
+                            after,
+                            before,
+                        };
+                        if tx.blocking_send(part.decode(&path, &mut buf)).is_err() {
+                            return; // The replay was dropped.
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        Self {
+            path: path.to_path_buf(),
+            decoded,
+            next_chunk: 0,
+            chunks,
+        }
+    }
+
+    /// The events of the next chunk (often none), or `None` when every chunk was
+    /// handed over. Cancel-safe: a cancelled call loses nothing.
+    pub async fn next_chunk(&mut self) -> Option<Result<Vec<ThreadEvent>, RolloutError>> {
+        if self.next_chunk >= self.chunks {
+            return None;
+        }
+        let slot = self.next_chunk % self.decoded.len();
+        let decoded = self.decoded[slot].recv().await;
+        self.next_chunk += 1;
+        Some(match decoded {
+            Some(events) => events.map_err(|e| RolloutError::io(&self.path, e)),
+            None => {
+                self.next_chunk = self.chunks;
+                Err(RolloutError::io(
+                    &self.path,
+                    std::io::Error::other("the thread decoding it stopped"),
+                ))
+            }
+        })
+    }
 }
 
-/// The events with `after < seq < before` among the whole lines of `bytes`.
-pub(crate) fn decode_events(bytes: &[u8], after: u64, before: u64) -> Vec<ThreadEvent> {
-    #[derive(serde::Deserialize)]
-    struct EventLine {
-        payload: ThreadEvent,
+/// Bytes read at a time within a part.
+const READ_BYTES: u64 = 1 << 20;
+/// Bytes read at a time to finish a line that runs past a part's end.
+const TAIL_READ_BYTES: u64 = 64 << 10;
+
+/// The lines of a rollout that start in `start..end`, and which events of them to keep.
+#[derive(Debug, Clone, Copy)]
+struct Part {
+    start: u64,
+    end: u64,
+    after: u64,
+    before: u64,
+}
+
+impl Part {
+    /// The events with `after < seq < before` on the lines that start in `start..end`:
+    /// a line that runs past `end` is read to its end, and the line holding byte
+    /// `start - 1` belongs to the part before. `buf` is scratch space.
+    fn decode(self, path: &Path, buf: &mut Vec<u8>) -> std::io::Result<Vec<ThreadEvent>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(path)?;
+        // The file offset of `buf[0]`.
+        let mut offset = self.start.saturating_sub(1);
+        file.seek(SeekFrom::Start(offset))?;
+        let mut skip_line = self.start > 0;
+        let mut events = Vec::new();
+        buf.clear();
+        loop {
+            let read_to = offset + buf.len() as u64;
+            let want = if read_to < self.end {
+                (self.end - read_to).min(READ_BYTES)
+            } else {
+                TAIL_READ_BYTES
+            };
+            let read = (&mut file).take(want).read_to_end(buf)?;
+            let mut used = 0;
+            while let Some(newline) = memchr::memchr(b'\n', &buf[used..]) {
+                let line = &buf[used..used + newline];
+                let line_start = offset + used as u64;
+                used += newline + 1;
+                if std::mem::take(&mut skip_line) {
+                    continue;
+                }
+                if line_start >= self.end {
+                    return Ok(events);
+                }
+                self.keep(line, &mut events);
+            }
+            if skip_line && offset + buf.len() as u64 >= self.end {
+                return Ok(events); // No line starts in the part.
+            }
+            if read == 0 {
+                // A last line without its newline: whole or torn.
+                if !skip_line && offset + (used as u64) < self.end {
+                    self.keep(&buf[used..], &mut events);
+                }
+                return Ok(events);
+            }
+            buf.drain(..used);
+            offset += used as u64;
+        }
     }
-    let mut events = Vec::new();
-    for line in bytes.split(|&b| b == b'\n') {
+
+    /// Adds the event on `line` to `events` if it is one with `after < seq < before`.
+    fn keep(self, line: &[u8], events: &mut Vec<ThreadEvent>) {
         let Some(seq) = event_line_seq(line) else {
-            continue;
+            return;
         };
-        if seq <= after || seq >= before {
-            continue;
+        if seq <= self.after || seq >= self.before {
+            return;
         }
         // A torn or unreadable line is skipped, as everywhere else.
-        if let Ok(EventLine { payload }) = serde_json::from_slice::<EventLine>(line) {
-            events.push(payload);
+        if let Ok(event) = decode_event_line(line) {
+            events.push(event);
         }
     }
-    events
-}
-
-/// The `seq` of an `event` line, read from its first bytes; `None` for other lines.
-fn event_line_seq(line: &[u8]) -> Option<u64> {
-    const MARKER: &[u8] = br#""type":"event","payload":{"seq":"#;
-    // `{"timestamp":"YYYY-MM-DDThh:mm:ss.mmmZ",` comes first; look a little past it.
-    let head = &line[..line.len().min(96)];
-    let at = head.windows(MARKER.len()).position(|w| w == MARKER)? + MARKER.len();
-    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&line[at..at + digits])
-        .ok()?
-        .parse()
-        .ok()
 }
 
 /// Rebuilds a thread from a rollout's bytes.
@@ -250,7 +363,7 @@ fn scan(bytes: &[u8], path: &Path, mut visit: impl FnMut(RolloutItem)) -> Scan {
     let mut number = 0usize;
     while offset < bytes.len() {
         number += 1;
-        let (line, terminated) = match bytes[offset..].iter().position(|&b| b == b'\n') {
+        let (line, terminated) = match memchr::memchr(b'\n', &bytes[offset..]) {
             Some(end) => (&bytes[offset..offset + end], true),
             None => (&bytes[offset..], false),
         };
@@ -259,7 +372,12 @@ fn scan(bytes: &[u8], path: &Path, mut visit: impl FnMut(RolloutItem)) -> Scan {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<RolloutItem>(line) {
+        let item = if event_line_seq(line).is_some() {
+            decode_event_line(line).map(RolloutItem::Event)
+        } else {
+            serde_json::from_slice::<RolloutItem>(line)
+        };
+        match item {
             Ok(item) => {
                 visit(item);
                 if !terminated {

@@ -572,22 +572,8 @@ async fn reopen(path: &Path) -> (RolloutRecorder, ResumedSession) {
     }
 }
 
-#[test]
-fn line_slices_cut_only_after_newlines_and_cover_everything() {
-    let text = b"first line\nsecond\n\nthird, longer than the others\nno newline at the end";
-    for n in 1..=8 {
-        let slices = reader::line_slices(text, n);
-        assert!(!slices.is_empty() && slices.len() <= n, "{n}: {slices:?}");
-        assert_eq!(slices.concat(), text.as_slice(), "{n} slices lost bytes");
-        for slice in &slices[..slices.len() - 1] {
-            assert_eq!(slice.last(), Some(&b'\n'), "{n}: a slice ends mid-line");
-        }
-    }
-    assert_eq!(reader::line_slices(b"", 3), [b"".as_slice()]);
-}
-
 #[tokio::test]
-async fn a_large_rollout_decoded_in_slices_reads_every_event_in_order() {
+async fn a_large_rollout_replayed_in_chunks_gives_every_event_once_in_order() {
     let home = tempfile::tempdir().expect("tempdir");
     let recorder = one_turn(home.path(), &id_at(1_741_064_768)).await;
     let first = read_events(recorder.path(), 0, u64::MAX).expect("read events");
@@ -604,12 +590,90 @@ async fn a_large_rollout_decoded_in_slices_reads_every_event_in_order() {
         recorder.flush().await.expect("flush");
     }
     let all = read_events(recorder.path(), 0, u64::MAX).expect("read events");
-    let serial = reader::decode_events(&std::fs::read(recorder.path()).expect("read"), 0, u64::MAX);
-    assert_eq!(all.len(), serial.len());
-    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
-    let expected: Vec<u64> = first.iter().map(|e| e.seq).chain(start..seq).collect();
-    assert_eq!(seqs, expected);
     let window = read_events(recorder.path(), start + 10, seq - 10).expect("read events");
     assert_eq!(window.first().map(|e| e.seq), Some(start + 11));
     assert_eq!(window.last().map(|e| e.seq), Some(seq - 11));
+    for decoders in 1..=4 {
+        for chunk_bytes in [64 << 10, 1 << 20, 5 << 20] {
+            let replay = replayed(recorder.path(), (0, u64::MAX), decoders, chunk_bytes).await;
+            assert_eq!(replay, all, "{decoders} threads, chunks of {chunk_bytes}");
+        }
+    }
+    assert_eq!(
+        replayed(recorder.path(), (start + 10, seq - 10), 3, 100_000).await,
+        window
+    );
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = first.iter().map(|e| e.seq).chain(start..seq).collect();
+    assert_eq!(seqs, expected);
+}
+
+#[tokio::test]
+async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = RolloutRecorder::create(
+        home.path(),
+        &meta(&id_at(1_741_064_768), Path::new("/w")),
+        &[],
+    )
+    .expect("create");
+    // Lines from a few bytes to well over a read chunk, some parts ending inside them.
+    let lengths = [10, 3 << 20, 5, 1 << 20, 70_000, 0, 2 << 20, 17];
+    for (seq, len) in (1..).zip(lengths) {
+        recorder.record_event(&user_message(seq, "y".repeat(len)));
+        recorder.record_items([&ResponseItem::assistant_text("between")]);
+    }
+    recorder.sync().await.expect("sync");
+    let path = recorder.path().to_path_buf();
+    drop(recorder);
+    let torn = encode_event_line(&user_message(99, "cut short".into()));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open");
+    std::io::Write::write_all(&mut file, &torn.as_bytes()[..torn.len() / 2]).expect("tear");
+
+    let expected: Vec<(u64, usize)> = (1..).zip(lengths).collect();
+    let lengths_of = |events: Vec<ThreadEvent>| -> Vec<(u64, usize)> {
+        events
+            .iter()
+            .map(|e| match &e.msg {
+                ThreadEventMsg::ItemCompleted(ItemEvent {
+                    item: ThreadItem::UserMessage(m),
+                }) => (e.seq, m.text.len()),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        lengths_of(read_events(&path, 0, u64::MAX).expect("read")),
+        expected
+    );
+    for decoders in 1..=4 {
+        for chunk_bytes in [999, 70_000, 1 << 20, 3 << 20, 64 << 20] {
+            let events = replayed(&path, (0, u64::MAX), decoders, chunk_bytes).await;
+            assert_eq!(
+                lengths_of(events),
+                expected,
+                "{decoders} threads, chunks of {chunk_bytes}"
+            );
+        }
+    }
+}
+
+/// Every event an [`EventReplay`] of `path` with `decoders` threads and chunks of
+/// `chunk_bytes` hands over, in order.
+async fn replayed(
+    path: &Path,
+    range: (u64, u64),
+    decoders: usize,
+    chunk_bytes: u64,
+) -> Vec<ThreadEvent> {
+    let len = std::fs::metadata(path).expect("stat").len();
+    let mut replay = EventReplay::start_with(path, len, range, decoders, chunk_bytes);
+    let mut events = Vec::new();
+    while let Some(chunk) = replay.next_chunk().await {
+        events.extend(chunk.expect("chunk"));
+    }
+    events
 }

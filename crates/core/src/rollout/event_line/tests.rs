@@ -1,0 +1,148 @@
+use std::path::Path;
+use std::time::Duration;
+
+use deputy_protocol::{CommandExecutionStatus, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem};
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::rollout::tests::{id_at, meta};
+use crate::rollout::{RolloutItem, RolloutRecorder, load_rollout, read_events, read_rollout};
+
+fn completed(
+    seq: u64,
+    stdout: &str,
+    stderr: &str,
+    aggregated: &str,
+    formatted: &str,
+) -> ThreadEvent {
+    ThreadEvent {
+        seq,
+        thread_id: "t".into(),
+        turn_id: Some("1".into()),
+        submission_id: "1".into(),
+        msg: ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::CommandExecution(CommandExecutionItem {
+                id: format!("item-{seq}"),
+                call_id: format!("call-{seq}"),
+                command: vec!["bash".into(), "-lc".into(), "make".into()],
+                cwd: "/w".into(),
+                parsed_cmd: Vec::new(),
+                status: CommandExecutionStatus::Completed,
+                started: true,
+                exit_code: Some(0),
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                aggregated_output: aggregated.into(),
+                duration: Some(Duration::from_millis(200)),
+                formatted_output: formatted.into(),
+            }),
+        }),
+    }
+}
+
+fn decoded(line: &str) -> ThreadEvent {
+    decode_event_line(line.trim_end().as_bytes()).expect("decode")
+}
+
+#[test]
+fn a_commands_output_is_written_once_and_read_back_whole() {
+    let out = "built \"deputy\" in 2.1s\n\tno warnings — ok\n";
+    let formatted = format!("Exit code: 0\nWall time: 0.2 seconds\nOutput:\n{out}");
+    let event = completed(7, out, "", out, &formatted);
+    let line = encode_event_line(&event);
+    assert_eq!(line.matches("no warnings").count(), 1, "{line}");
+    assert!(
+        line.trim_end()
+            .ends_with(r#","elided":{"stdout":true,"formatted_output":true}}"#),
+        "{line}"
+    );
+    assert_eq!(decoded(&line), event);
+    assert_eq!(event_line_seq(line.as_bytes()), Some(7));
+
+    // Output on stderr alone is kept once the same way.
+    let event = completed(8, "", out, out, &formatted);
+    let line = encode_event_line(&event);
+    assert_eq!(line.matches("no warnings").count(), 1, "{line}");
+    assert_eq!(decoded(&line), event);
+}
+
+#[test]
+fn fields_that_do_not_repeat_the_output_are_kept_as_they_are() {
+    // Both streams, and a formatted output cut in the middle: nothing repeats it whole.
+    let event = completed(
+        3,
+        "out\n",
+        "err\n",
+        "out\nerr\n",
+        "Exit code: 1\nOutput:\nou…r\n",
+    );
+    let line = encode_event_line(&event);
+    assert!(!line.contains("elided"), "{line}");
+    assert_eq!(line.matches("out\\n").count(), 2, "{line}");
+    assert_eq!(decoded(&line), event);
+
+    // No output at all: nothing to leave out.
+    let event = completed(4, "", "", "", "Exit code: 0\nOutput:\n");
+    let line = encode_event_line(&event);
+    assert!(!line.contains("elided"), "{line}");
+    assert_eq!(decoded(&line), event);
+}
+
+#[test]
+fn a_line_written_before_outputs_were_kept_once_reads_as_it_was() {
+    let event = completed(5, "a\n", "", "a\n", "Exit code: 0\nOutput:\na\n");
+    let old = format!(
+        r#"{{"timestamp":"2025-03-04T05:06:07.000Z","type":"event","payload":{}}}"#,
+        serde_json::to_string(&event).expect("encode")
+    );
+    assert_eq!(decoded(&old), event);
+}
+
+#[test]
+fn a_large_output_is_cut_once_and_read_back_as_cut() {
+    let out = format!("{}tail\n", "line of output\n".repeat(10_000));
+    let formatted = format!("Exit code: 0\nOutput:\n{out}");
+    let event = completed(9, &out, "", &out, &formatted);
+    let line = encode_event_line(&event);
+    assert!(
+        line.len() < PERSISTED_FIELD_BYTES * 5 / 4,
+        "{} bytes",
+        line.len()
+    );
+    let ThreadEventMsg::ItemCompleted(ItemEvent {
+        item: ThreadItem::CommandExecution(cmd),
+    }) = decoded(&line).msg
+    else {
+        panic!("not a command");
+    };
+    assert!(cmd.aggregated_output.ends_with("tail\n"));
+    assert!(cmd.aggregated_output.contains("bytes truncated"));
+    assert!(cmd.aggregated_output.len() <= PERSISTED_FIELD_BYTES + 64);
+    assert_eq!(cmd.stdout, cmd.aggregated_output);
+    assert_eq!(
+        cmd.formatted_output,
+        format!("Exit code: 0\nOutput:\n{}", cmd.aggregated_output)
+    );
+}
+
+#[tokio::test]
+async fn every_reader_of_a_rollout_restores_the_output() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let id = id_at(1_741_064_768);
+    let recorder =
+        RolloutRecorder::create(home.path(), &meta(&id, Path::new("/w")), &[]).expect("create");
+    let out = "src/lib.rs:1: fn main() {}\n";
+    let event = completed(1, out, "", out, &format!("Exit code: 0\nOutput:\n{out}"));
+    recorder.record_event(&event);
+    recorder.sync().await.expect("sync");
+    let on_disk = std::fs::read_to_string(recorder.path()).expect("read");
+    assert_eq!(on_disk.matches("fn main").count(), 1, "{on_disk}");
+
+    assert_eq!(
+        read_events(recorder.path(), 0, u64::MAX).expect("events"),
+        std::slice::from_ref(&event)
+    );
+    let records = read_rollout(recorder.path()).expect("records").items;
+    assert_eq!(records.last(), Some(&RolloutItem::Event(event)));
+    assert_eq!(load_rollout(recorder.path()).expect("load").last_seq, 1);
+}
