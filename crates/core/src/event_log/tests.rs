@@ -200,6 +200,55 @@ async fn a_live_log_replays_what_left_its_window_from_the_rollout_then_goes_live
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_from_the_rollout_cancelled_at_any_point_loses_nothing() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let id = crate::rollout::tests::id_at(1_741_064_770);
+    let meta = crate::rollout::tests::meta(&id, std::path::Path::new("/w"));
+    let recorder = RolloutRecorder::create(home.path(), &meta, &[]).expect("create");
+    let log = Arc::new(EventLog::new(id, 1, Some(recorder)));
+    // About 16 MiB: many chunks, decoded on more than one thread, most of it older
+    // than the window.
+    let text = "z".repeat(8 << 10);
+    let big = |n: u64| {
+        ThreadEventMsg::Warning(WarningEvent {
+            message: format!("{n} {text}"),
+        })
+    };
+    let published = 2000;
+    for n in 1..=published {
+        log.publish(None, "", big(n));
+    }
+    let mut sub = log.subscribe(0);
+    let (mut seqs, mut cancelled) = (Vec::new(), 0);
+    // A replay that lost events would wait for more forever: fail instead.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while seqs.len() < published as usize {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "stuck after {} events",
+            seqs.len()
+        );
+        // Polled once and dropped when not ready: the replay is cancelled mid-way.
+        match futures::FutureExt::now_or_never(sub.next()) {
+            Some(next) => {
+                let event = next.expect("open").expect("no lag");
+                assert_eq!(event.msg, big(event.seq), "event {} mixed up", event.seq);
+                seqs.push(event.seq);
+            }
+            None => {
+                cancelled += 1;
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    assert!(cancelled > 0, "the replay was never caught waiting");
+    assert!(
+        seqs == (1..=published).collect::<Vec<_>>(),
+        "a cancelled replay lost or repeated events"
+    );
+}
+
 #[tokio::test]
 async fn a_durable_publish_holds_later_events_until_it_is_delivered() {
     let log = log();

@@ -2,8 +2,8 @@
 //!
 //! `{"timestamp":"…","type":"event","payload":<ThreadEvent>,"elided":{…}}`
 //!
-//! A command's output is kept once: its `stdout` or `stderr` is left out when it
-//! equals the `aggregated_output`, and its `formatted_output` keeps only what comes
+//! A finished command's output is kept once: its `stdout` or `stderr` is left out when
+//! it equals the `aggregated_output`, and its `formatted_output` keeps only what comes
 //! before the `aggregated_output` it ends with. `elided` (absent when nothing was left
 //! out, and in files written before it existed) says which, and [`decode_event_line`]
 //! puts them back, so a reader gets the event as it was published. What remains of a
@@ -14,7 +14,9 @@ use std::sync::LazyLock;
 
 use memchr::memmem;
 
-use deputy_protocol::{CommandExecutionItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem};
+use deputy_protocol::{
+    CommandExecutionItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem, TurnDiffEvent,
+};
 use serde::{Deserialize, Serialize};
 
 use super::now_timestamp;
@@ -60,20 +62,6 @@ impl Elided {
         }
     }
 
-    /// Leaves out of `cmd` what `self` names.
-    fn remove(self, cmd: &mut CommandExecutionItem) {
-        if self.stdout {
-            cmd.stdout.clear();
-        }
-        if self.stderr {
-            cmd.stderr.clear();
-        }
-        if self.formatted_output {
-            let head = cmd.formatted_output.len() - cmd.aggregated_output.len();
-            cmd.formatted_output.truncate(head);
-        }
-    }
-
     /// Puts back into `cmd` what `self` says was left out.
     fn restore(self, cmd: &mut CommandExecutionItem) {
         if self.stdout {
@@ -88,75 +76,88 @@ impl Elided {
     }
 }
 
-/// The command an item event carries, if it carries one.
-fn command_in(msg: &ThreadEventMsg) -> Option<&CommandExecutionItem> {
-    match msg {
-        ThreadEventMsg::ItemStarted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        })
-        | ThreadEventMsg::ItemUpdated(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        })
-        | ThreadEventMsg::ItemCompleted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        }) => Some(cmd),
-        _ => None,
+fn is_big(text: &str) -> bool {
+    text.len() > PERSISTED_FIELD_BYTES
+}
+
+/// `text`, cut to [`PERSISTED_FIELD_BYTES`] head and tail when longer.
+fn cut(text: &str) -> String {
+    if is_big(text) {
+        crate::exec::truncate_middle(text, PERSISTED_FIELD_BYTES).0
+    } else {
+        text.to_string()
     }
 }
 
-/// [`command_in`], to change.
-fn command_of(msg: &mut ThreadEventMsg) -> Option<&mut CommandExecutionItem> {
-    match msg {
-        ThreadEventMsg::ItemStarted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        })
-        | ThreadEventMsg::ItemUpdated(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        })
-        | ThreadEventMsg::ItemCompleted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
-        }) => Some(cmd),
-        _ => None,
+/// The on-disk form of a finished command: what repeats its output left out, large
+/// fields cut, never copying a large field whole. `None` when it is written as it is.
+fn command_on_disk(cmd: &CommandExecutionItem) -> Option<(CommandExecutionItem, Elided)> {
+    let elided = Elided::repeats_in(cmd);
+    let texts = [
+        &cmd.stdout,
+        &cmd.stderr,
+        &cmd.aggregated_output,
+        &cmd.formatted_output,
+    ];
+    if elided.is_empty() && !texts.iter().any(|text| is_big(text)) {
+        return None;
     }
+    let unless = |left_out: bool, text: &str| if left_out { String::new() } else { cut(text) };
+    let formatted = if elided.formatted_output {
+        let head = cmd.formatted_output.len() - cmd.aggregated_output.len();
+        &cmd.formatted_output[..head]
+    } else {
+        &cmd.formatted_output
+    };
+    let on_disk = CommandExecutionItem {
+        id: cmd.id.clone(),
+        call_id: cmd.call_id.clone(),
+        command: cmd.command.clone(),
+        cwd: cmd.cwd.clone(),
+        parsed_cmd: cmd.parsed_cmd.clone(),
+        status: cmd.status,
+        started: cmd.started,
+        exit_code: cmd.exit_code,
+        stdout: unless(elided.stdout, &cmd.stdout),
+        stderr: unless(elided.stderr, &cmd.stderr),
+        aggregated_output: cut(&cmd.aggregated_output),
+        duration: cmd.duration,
+        formatted_output: cut(formatted),
+    };
+    Some((on_disk, elided))
 }
 
-/// `event` with its large text fields cut to [`PERSISTED_FIELD_BYTES`] head and tail.
-pub fn trimmed_for_disk(event: &ThreadEvent) -> Cow<'_, ThreadEvent> {
-    let big = |text: &str| text.len() > PERSISTED_FIELD_BYTES;
-    let trim = |text: &mut String| {
-        if big(text) {
-            *text = crate::exec::truncate_middle(text, PERSISTED_FIELD_BYTES).0;
-        }
+/// `event` as its line holds it, and what of it the line leaves out.
+fn on_disk(event: &ThreadEvent) -> (Cow<'_, ThreadEvent>, Option<Elided>) {
+    let with = |msg: ThreadEventMsg| {
+        Cow::Owned(ThreadEvent {
+            seq: event.seq,
+            thread_id: event.thread_id.clone(),
+            turn_id: event.turn_id.clone(),
+            submission_id: event.submission_id.clone(),
+            msg,
+        })
     };
-    let needs_trim = match &event.msg {
-        ThreadEventMsg::TurnDiff(diff) => big(&diff.unified_diff),
-        msg => command_in(msg).is_some_and(|cmd| {
-            big(&cmd.stdout)
-                || big(&cmd.stderr)
-                || big(&cmd.aggregated_output)
-                || big(&cmd.formatted_output)
-        }),
-    };
-    if !needs_trim {
-        return Cow::Borrowed(event);
+    match &event.msg {
+        ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::CommandExecution(cmd),
+        }) => match command_on_disk(cmd) {
+            Some((cmd, elided)) => (
+                with(ThreadEventMsg::ItemCompleted(ItemEvent {
+                    item: ThreadItem::CommandExecution(cmd),
+                })),
+                (!elided.is_empty()).then_some(elided),
+            ),
+            None => (Cow::Borrowed(event), None),
+        },
+        ThreadEventMsg::TurnDiff(diff) if is_big(&diff.unified_diff) => (
+            with(ThreadEventMsg::TurnDiff(TurnDiffEvent {
+                unified_diff: cut(&diff.unified_diff),
+            })),
+            None,
+        ),
+        _ => (Cow::Borrowed(event), None),
     }
-    let mut event = event.clone();
-    match &mut event.msg {
-        ThreadEventMsg::TurnDiff(diff) => trim(&mut diff.unified_diff),
-        msg => {
-            if let Some(cmd) = command_of(msg) {
-                for field in [
-                    &mut cmd.stdout,
-                    &mut cmd.stderr,
-                    &mut cmd.aggregated_output,
-                    &mut cmd.formatted_output,
-                ] {
-                    trim(field);
-                }
-            }
-        }
-    }
-    Cow::Owned(event)
 }
 
 /// The `event` line of `event` in its on-disk form, newline included, stamped with the
@@ -172,17 +173,7 @@ pub fn encode_event_line(event: &ThreadEvent) -> String {
         elided: Option<Elided>,
     }
     let timestamp = now_timestamp();
-    // Left out before cutting, so that what remains is cut once.
-    let elided = command_in(&event.msg)
-        .map(Elided::repeats_in)
-        .filter(|elided| !elided.is_empty());
-    let mut whole = Cow::Borrowed(event);
-    if let Some(elided) = elided
-        && let Some(cmd) = command_of(&mut whole.to_mut().msg)
-    {
-        elided.remove(cmd);
-    }
-    let payload = trimmed_for_disk(&whole);
+    let (payload, elided) = on_disk(event);
     // Plain data with string keys: serializing cannot fail.
     let mut line = serde_json::to_string(&Line {
         timestamp: &timestamp,
@@ -207,8 +198,9 @@ pub(crate) fn decode_event_line(line: &[u8]) -> serde_json::Result<ThreadEvent> 
         mut payload,
         elided,
     } = serde_json::from_slice(line)?;
-    if !elided.is_empty()
-        && let Some(cmd) = command_of(&mut payload.msg)
+    if let ThreadEventMsg::ItemCompleted(ItemEvent {
+        item: ThreadItem::CommandExecution(cmd),
+    }) = &mut payload.msg
     {
         elided.restore(cmd);
     }

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, SandboxWorkspaceWrite};
 
 pub use archive::{archive_rollout, archived_sessions_dir};
-pub use event_line::{PERSISTED_FIELD_BYTES, encode_event_line, trimmed_for_disk};
+pub use event_line::{PERSISTED_FIELD_BYTES, encode_event_line};
 pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
 pub use list::{
     CreationQuery, SessionPage, SessionSummary, list_by_creation, list_sessions,

@@ -146,3 +146,30 @@ async fn every_reader_of_a_rollout_restores_the_output() {
     assert_eq!(records.last(), Some(&RolloutItem::Event(event)));
     assert_eq!(load_rollout(recorder.path()).expect("load").last_seq, 1);
 }
+
+#[test]
+fn a_large_diff_is_cut_and_other_events_are_written_as_they_are() {
+    let diff = format!("--- a\n+++ b\n{}", "+added line\n".repeat(20_000));
+    let event = ThreadEvent {
+        msg: ThreadEventMsg::TurnDiff(deputy_protocol::TurnDiffEvent {
+            unified_diff: diff.clone(),
+        }),
+        ..completed(2, "", "", "", "")
+    };
+    let ThreadEventMsg::TurnDiff(read) = decoded(&encode_event_line(&event)).msg else {
+        panic!("not a diff");
+    };
+    assert!(read.unified_diff.len() < PERSISTED_FIELD_BYTES + 64);
+    assert!(read.unified_diff.starts_with("--- a\n+++ b\n+added line\n"));
+    assert!(read.unified_diff.contains("bytes truncated"));
+
+    let small = ThreadEvent {
+        msg: ThreadEventMsg::TurnDiff(deputy_protocol::TurnDiffEvent {
+            unified_diff: diff[..100].to_string(),
+        }),
+        ..event
+    };
+    let line = encode_event_line(&small);
+    assert!(!line.contains("elided"), "{line}");
+    assert_eq!(decoded(&line), small);
+}
