@@ -49,7 +49,12 @@ async fn run() {
     );
 
     let manager = ThreadManager::new(None, SessionSource::Exec);
+    let start = Instant::now();
     let (thread, _) = manager.resume_thread(&written.id, layers).expect("resume");
+    println!(
+        "resuming it (history rebuilt, events counted): {:.1} ms",
+        start.elapsed().as_secs_f64() * 1000.0
+    );
     let mut resumed = Vec::new();
     for _ in 0..ITERATIONS {
         let newest = thread.last_seq();

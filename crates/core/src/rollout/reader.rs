@@ -68,7 +68,7 @@ pub(crate) enum Tail {
 pub fn read_rollout(path: &Path) -> Result<RolloutContents, RolloutError> {
     let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
     let mut items = Vec::new();
-    let scan = scan(&bytes, path, |item| items.push(item));
+    let scan = scan(&bytes, path, EventLines::Decode, |item| items.push(item));
     Ok(RolloutContents {
         items,
         warnings: scan.warnings,
@@ -293,20 +293,28 @@ pub(crate) fn resumed_from_bytes(
     let mut turns = 0;
     let mut last_turn_context = None;
     let mut last_seq = 0;
-    let scan = scan(bytes, path, |item| match item {
-        RolloutItem::SessionMeta(m) => {
-            meta.get_or_insert(m);
-        }
-        RolloutItem::ResponseItem(item) => history.push(item),
-        // Everything before a compaction is replaced by what it left.
-        RolloutItem::Compacted(compacted) => history = compacted.replacement_history,
-        RolloutItem::TurnContext(context) => {
-            turns += 1;
-            last_turn_context = Some(context);
-        }
-        RolloutItem::Event(event) => last_seq = last_seq.max(event.seq),
-        RolloutItem::EventMsg(_) => {}
-    });
+    let mut seen_seq = 0;
+    // Only an event's seq matters here: its line is not decoded.
+    let mut seen = |seq: u64| seen_seq = seen_seq.max(seq);
+    let scan = scan(
+        bytes,
+        path,
+        EventLines::SeqOnly(&mut seen),
+        |item| match item {
+            RolloutItem::SessionMeta(m) => {
+                meta.get_or_insert(m);
+            }
+            RolloutItem::ResponseItem(item) => history.push(item),
+            // Everything before a compaction is replaced by what it left.
+            RolloutItem::Compacted(compacted) => history = compacted.replacement_history,
+            RolloutItem::TurnContext(context) => {
+                turns += 1;
+                last_turn_context = Some(context);
+            }
+            RolloutItem::Event(event) => last_seq = last_seq.max(event.seq),
+            RolloutItem::EventMsg(_) => {}
+        },
+    );
     let meta = meta.ok_or_else(|| RolloutError::Corrupt {
         path: path.to_path_buf(),
         reason: "it has no readable session_meta line".into(),
@@ -319,7 +327,7 @@ pub(crate) fn resumed_from_bytes(
         history,
         turns,
         last_turn_context,
-        last_seq,
+        last_seq: last_seq.max(seen_seq),
         closed_calls,
         warnings: scan.warnings,
         tail: scan.tail,
@@ -354,8 +362,22 @@ struct Scan {
     tail: Tail,
 }
 
+/// What [`scan`] does with the `event` lines it meets.
+enum EventLines<'a> {
+    /// Decodes them, as any other line.
+    Decode,
+    /// Hands only their seq to the function, without decoding them; a last line
+    /// without its newline, perhaps torn, is still decoded.
+    SeqOnly(&'a mut dyn FnMut(u64)),
+}
+
 /// Parses each line of `bytes`, handing readable records to `visit`.
-fn scan(bytes: &[u8], path: &Path, mut visit: impl FnMut(RolloutItem)) -> Scan {
+fn scan(
+    bytes: &[u8],
+    path: &Path,
+    mut events: EventLines<'_>,
+    mut visit: impl FnMut(RolloutItem),
+) -> Scan {
     let mut warnings = Vec::new();
     let mut skipped = 0usize;
     let mut tail = Tail::Clean;
@@ -372,10 +394,13 @@ fn scan(bytes: &[u8], path: &Path, mut visit: impl FnMut(RolloutItem)) -> Scan {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let item = if event_line_seq(line).is_some() {
-            decode_event_line(line).map(RolloutItem::Event)
-        } else {
-            serde_json::from_slice::<RolloutItem>(line)
+        let item = match (&mut events, event_line_seq(line)) {
+            (EventLines::SeqOnly(seen), Some(seq)) if terminated => {
+                seen(seq);
+                continue;
+            }
+            (_, Some(_)) => decode_event_line(line).map(RolloutItem::Event),
+            (_, None) => serde_json::from_slice::<RolloutItem>(line),
         };
         match item {
             Ok(item) => {

@@ -307,6 +307,37 @@ async fn a_torn_last_line_is_skipped_with_a_warning_and_cut_off_on_resume() {
 }
 
 #[tokio::test]
+async fn resuming_counts_events_by_seq_and_still_finds_a_torn_last_event() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = one_turn(home.path(), &id_at(1_741_064_767)).await;
+    let path = recorder.path().to_path_buf();
+    drop(recorder);
+    let intact = std::fs::read(&path).expect("read");
+    assert_eq!(load_rollout(&path).expect("load").last_seq, 2);
+
+    let next = encode_event_line(&user_message(3, "one more".into()));
+    let mut torn = intact.clone();
+    torn.extend_from_slice(&next.as_bytes()[..next.len() / 2]);
+    std::fs::write(&path, &torn).expect("write");
+    let loaded = load_rollout(&path).expect("load");
+    assert_eq!(loaded.last_seq, 2, "a torn event does not count");
+    assert!(
+        loaded.warnings.len() == 1 && loaded.warnings[0].contains("torn last line"),
+        "{:?}",
+        loaded.warnings
+    );
+    assert_eq!(loaded.tail, reader::Tail::Torn(intact.len() as u64));
+
+    let mut whole = intact;
+    whole.extend_from_slice(next.trim_end().as_bytes());
+    std::fs::write(&path, &whole).expect("write");
+    let loaded = load_rollout(&path).expect("load");
+    assert_eq!(loaded.last_seq, 3);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.tail, reader::Tail::MissingNewline);
+}
+
+#[tokio::test]
 async fn a_whole_last_line_without_newline_is_kept_and_continued_on_a_new_line() {
     let home = tempfile::tempdir().expect("tempdir");
     let recorder = one_turn(home.path(), &id_at(1_741_064_767)).await;
