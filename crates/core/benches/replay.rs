@@ -7,7 +7,9 @@
 //! - a live log that published them all: the older events from the rollout, the newest
 //!   ones from the in-memory window.
 //!
-//! Each replay must deliver every seq from 1 to the newest exactly once, in order. Prints
+//! Each replay must deliver every seq from 1 to the newest exactly once, in order. The
+//! files are synced to disk and one replay is run before the measured ones, so that
+//! neither the kernel's write-back nor the first flush lands in a sample. Prints
 //! min/median/max against the goal of 200 ms.
 //!
 //! Run with `cargo bench -p deputy-core --bench replay`.
@@ -30,7 +32,7 @@ use deputy_core::{Subscription, ThreadManager};
 use common::{BenchHome, Until, report, write_session};
 
 const EVENTS: u64 = 100_000;
-const ITERATIONS: usize = 10;
+const ITERATIONS: usize = 20;
 const GOAL: Duration = Duration::from_millis(200);
 
 fn main() {
@@ -41,6 +43,7 @@ async fn run() {
     let home = BenchHome::new();
     let layers = &home.layers;
     let written = write_session(layers, Until::Events(EVENTS)).await;
+    settle(&written.path);
     let bytes = std::fs::metadata(&written.path).expect("stat").len();
     println!(
         "rollout: {} events, {:.1} MiB",
@@ -55,6 +58,7 @@ async fn run() {
         "resuming it (history rebuilt, events counted): {:.1} ms",
         start.elapsed().as_secs_f64() * 1000.0
     );
+    drain(thread.subscribe(0), thread.last_seq()).await; // Warm-up.
     let mut resumed = Vec::new();
     for _ in 0..ITERATIONS {
         let newest = thread.last_seq();
@@ -69,10 +73,14 @@ async fn run() {
     let id = uuid::Uuid::now_v7().to_string();
     let meta = SessionMeta::new(&id, &config, SessionSource::Exec);
     let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &[]).expect("create");
+    let path = recorder.path().to_path_buf();
     let log = Arc::new(EventLog::new(id, 1, Some(recorder)));
     for event in read_events(&written.path, 0, u64::MAX).expect("read") {
         log.publish(event.turn_id.as_deref(), &event.submission_id, event.msg);
     }
+    // Warm-up: the first replay also flushes what the writer still holds.
+    drain(log.subscribe(0), log.last_seq()).await;
+    settle(&path);
     let mut live = Vec::new();
     for _ in 0..ITERATIONS {
         let newest = log.last_seq();
@@ -97,6 +105,14 @@ async fn drain(mut subscription: Subscription, newest: u64) {
         assert_eq!(event.seq, expected, "replay skipped or repeated an event");
         expected += 1;
     }
+}
+
+/// Waits until the file just written is on disk, so that the kernel writing it back
+/// does not run during the measurement.
+fn settle(path: &std::path::Path) {
+    std::fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .expect("sync");
 }
 
 fn verdict(what: &str, samples: &mut [Duration]) {

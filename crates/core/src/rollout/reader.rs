@@ -240,6 +240,10 @@ impl Part {
                 TAIL_READ_BYTES
             };
             let read = (&mut file).take(want).read_to_end(buf)?;
+            if events.capacity() == 0 {
+                // At most one event per line: no growing (and copying) while decoding.
+                events.reserve(memchr::memchr_iter(b'\n', buf).count());
+            }
             let mut used = 0;
             while let Some(newline) = memchr::memchr(b'\n', &buf[used..]) {
                 let line = &buf[used..used + newline];
