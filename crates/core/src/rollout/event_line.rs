@@ -194,10 +194,12 @@ pub(crate) fn decode_event_line(line: &[u8]) -> serde_json::Result<ThreadEvent> 
         #[serde(default)]
         elided: Elided,
     }
+    // Checked as UTF-8 once, rather than string by string.
+    let line = std::str::from_utf8(line).map_err(serde::de::Error::custom)?;
     let Line {
         mut payload,
         elided,
-    } = serde_json::from_slice(line)?;
+    } = serde_json::from_str(line)?;
     if let ThreadEventMsg::ItemCompleted(ItemEvent {
         item: ThreadItem::CommandExecution(cmd),
     }) = &mut payload.msg
