@@ -99,7 +99,8 @@ pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEve
 /// into chunks that a few blocking threads (one per core, at most [`MAX_DECODERS`])
 /// read and decode ahead, handed over in file order. Memory holds a few chunks, not
 /// the whole file, and the first events can be used while later ones are decoded.
-/// Dropping the replay stops the threads.
+/// A replay nobody reads keeps its threads waiting, each with at most
+/// [`CHUNKS_AHEAD`] chunks ready; dropping the replay stops them.
 #[derive(Debug)]
 pub struct EventReplay {
     path: PathBuf,

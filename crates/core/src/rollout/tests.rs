@@ -1,4 +1,5 @@
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use deputy_protocol::{
@@ -707,4 +708,71 @@ async fn replayed(
         events.extend(chunk.expect("chunk"));
     }
     events
+}
+
+#[test]
+fn dropping_a_replay_stops_its_threads() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let home = tempfile::tempdir().expect("tempdir");
+    let path = block_on_new_runtime(async {
+        let recorder = RolloutRecorder::create(
+            home.path(),
+            &meta(&id_at(1_741_064_771), Path::new("/w")),
+            &[],
+        )
+        .expect("create");
+        let text = "w".repeat(1000);
+        for seq in 1..=3000 {
+            recorder.record_event(&user_message(seq, text.clone()));
+        }
+        recorder.close().await.expect("close");
+        recorder.path().to_path_buf()
+    });
+    let len = std::fs::metadata(&path).expect("stat").len();
+
+    // A runtime of its own, whose only other threads are the replay's decoders; they
+    // end as soon as they are idle, so a stopped decoder is seen.
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let counter = stopped.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_keep_alive(Duration::from_millis(1))
+        .on_thread_stop(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .expect("runtime");
+    let stopped_in_time = runtime.block_on(async {
+        // About fifty chunks: each decoder soon waits with its chunks ready.
+        let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
+        let first = replay
+            .next_chunk()
+            .await
+            .expect("a chunk")
+            .expect("decoded");
+        assert_eq!(first.first().map(|e| e.seq), Some(1));
+        drop(replay);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while stopped.load(Ordering::SeqCst) < 2 {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::task::yield_now().await;
+        }
+        true
+    });
+    // Not dropped: that would wait for a decoder that never stops.
+    runtime.shutdown_background();
+    assert!(
+        stopped_in_time,
+        "a decoder of a dropped replay is still running"
+    );
+}
+
+fn block_on_new_runtime<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
 }
