@@ -43,11 +43,12 @@ macro_rules! tag_first_deserialize {
                         A: serde::de::MapAccess<'de>,
                     {
                         use serde::de::Error as _;
-                        let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? else {
+                        use $crate::tagged::Text;
+                        let Some(Text(key)) = map.next_key::<Text<'de>>()? else {
                             return Err(A::Error::missing_field("type"));
                         };
                         if key == "type" {
-                            let tag = map.next_value::<std::borrow::Cow<'de, str>>()?;
+                            let Text(tag) = map.next_value::<Text<'de>>()?;
                             return variant(&tag, serde::de::value::MapAccessDeserializer::new(map));
                         }
                         let mut object = serde_json::Map::new();
@@ -82,6 +83,38 @@ macro_rules! tag_first_deserialize {
 }
 
 pub(crate) use tag_first_deserialize;
+
+/// A key or tag, borrowed from the input when it can be (serde's `Cow<str>` always
+/// copies).
+pub(crate) struct Text<'de>(pub(crate) std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(text.to_string())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(text)))
+            }
+        }
+
+        deserializer.deserialize_str(Visitor)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -231,6 +264,18 @@ mod tests {
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
         reads_back::<ThreadEventMsg>(events(), event_kind, 19);
+    }
+
+    #[test]
+    fn an_escaped_key_or_tag_reads_as_any_other() {
+        let msg: ThreadEventMsg =
+            serde_json::from_str(r#"{"typ\u0065":"warn\u0069ng","message":"x"}"#).expect("read");
+        assert_eq!(
+            msg,
+            ThreadEventMsg::Warning(crate::WarningEvent {
+                message: "x".into()
+            })
+        );
     }
 
     #[test]
