@@ -145,6 +145,33 @@ pub struct CommandExecutionItem {
     pub formatted_output: String,
 }
 
+impl CommandExecutionItem {
+    /// A command as the model asked for it: in progress, not started, nothing run yet.
+    pub fn asked(
+        id: String,
+        call_id: String,
+        command: Vec<String>,
+        cwd: PathBuf,
+        parsed_cmd: Vec<ParsedCommand>,
+    ) -> Self {
+        Self {
+            id,
+            call_id,
+            command,
+            cwd,
+            parsed_cmd,
+            status: CommandExecutionStatus::InProgress,
+            started: false,
+            exit_code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            aggregated_output: String::new(),
+            duration: None,
+            formatted_output: String::new(),
+        }
+    }
+}
+
 /// Where a patch stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -188,21 +188,13 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
                     text: summary,
                 },
             ))));
-            let mut command = CommandExecutionItem {
-                id: uuid::Uuid::now_v7().to_string(),
+            let mut command = CommandExecutionItem::asked(
+                uuid::Uuid::now_v7().to_string(),
                 call_id,
-                command: argv,
-                cwd: config.cwd.clone(),
-                parsed_cmd: Vec::new(),
-                status: CommandExecutionStatus::InProgress,
-                started: false,
-                exit_code: None,
-                stdout: String::new(),
-                stderr: String::new(),
-                aggregated_output: String::new(),
-                duration: None,
-                formatted_output: String::new(),
-            };
+                argv,
+                config.cwd.clone(),
+                Vec::new(),
+            );
             event(ThreadEventMsg::ItemStarted(item(
                 ThreadItem::CommandExecution(command.clone()),
             )));

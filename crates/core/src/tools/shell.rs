@@ -86,21 +86,13 @@ struct CommandItem(CommandExecutionItem);
 
 impl CommandItem {
     fn new(ctx: &TurnContext, req: &ShellRequest<'_>) -> Self {
-        let item = CommandExecutionItem {
-            id: new_item_id(),
-            call_id: req.call_id.to_string(),
-            command: req.argv.clone(),
-            cwd: req.cwd.clone(),
-            parsed_cmd: parse_command(&req.argv),
-            status: CommandExecutionStatus::InProgress,
-            started: false,
-            exit_code: None,
-            stdout: String::new(),
-            stderr: String::new(),
-            aggregated_output: String::new(),
-            duration: None,
-            formatted_output: String::new(),
-        };
+        let item = CommandExecutionItem::asked(
+            new_item_id(),
+            req.call_id.to_string(),
+            req.argv.clone(),
+            req.cwd.clone(),
+            parse_command(&req.argv),
+        );
         ctx.item_started(ThreadItem::CommandExecution(item.clone()));
         Self(item)
     }
