@@ -444,3 +444,6 @@ fn scan(
     }
     Scan { warnings, tail }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deputy_protocol::{ItemEvent, ResponseItem, ThreadEvent, ThreadEventMsg, ThreadItem};
+use pretty_assertions::assert_eq;
+
+use super::{EventReplay, read_events};
+use crate::rollout::tests::{id_at, meta, one_turn, user_message};
+use crate::rollout::{RolloutRecorder, encode_event_line};
+
+#[tokio::test]
+async fn a_large_rollout_replayed_in_chunks_gives_every_event_once_in_order() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = one_turn(home.path(), &id_at(1_741_064_768)).await;
+    let first = read_events(recorder.path(), 0, u64::MAX).expect("read events");
+    let start = first.last().map_or(1, |e| e.seq + 1);
+    // Well past the size that is decoded in slices, with lines of other kinds between.
+    let text = "x".repeat(4096);
+    let mut seq = start;
+    while std::fs::metadata(recorder.path()).expect("stat").len() < 12 << 20 {
+        for _ in 0..256 {
+            recorder.record_event(&user_message(seq, format!("{seq} {text}")));
+            seq += 1;
+        }
+        recorder.record_items([&ResponseItem::assistant_text("between")]);
+        recorder.flush().await.expect("flush");
+    }
+    let all = read_events(recorder.path(), 0, u64::MAX).expect("read events");
+    let window = read_events(recorder.path(), start + 10, seq - 10).expect("read events");
+    assert_eq!(window.first().map(|e| e.seq), Some(start + 11));
+    assert_eq!(window.last().map(|e| e.seq), Some(seq - 11));
+    for decoders in 1..=4 {
+        for chunk_bytes in [64 << 10, 1 << 20, 5 << 20] {
+            let replay = replayed(recorder.path(), (0, u64::MAX), decoders, chunk_bytes).await;
+            assert_eq!(replay, all, "{decoders} threads, chunks of {chunk_bytes}");
+        }
+    }
+    assert_eq!(
+        replayed(recorder.path(), (start + 10, seq - 10), 3, 100_000).await,
+        window
+    );
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = first.iter().map(|e| e.seq).chain(start..seq).collect();
+    assert_eq!(seqs, expected);
+}
+
+#[tokio::test]
+async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = RolloutRecorder::create(
+        home.path(),
+        &meta(&id_at(1_741_064_768), Path::new("/w")),
+        &[],
+    )
+    .expect("create");
+    // Lines from a few bytes to well over a read chunk, some parts ending inside them.
+    let lengths = [10, 3 << 20, 5, 1 << 20, 70_000, 0, 2 << 20, 17];
+    for (seq, len) in (1..).zip(lengths) {
+        recorder.record_event(&user_message(seq, "y".repeat(len)));
+        recorder.record_items([&ResponseItem::assistant_text("between")]);
+    }
+    recorder.sync().await.expect("sync");
+    let path = recorder.path().to_path_buf();
+    drop(recorder);
+    let torn = encode_event_line(&user_message(99, "cut short".into()));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open");
+    std::io::Write::write_all(&mut file, &torn.as_bytes()[..torn.len() / 2]).expect("tear");
+
+    let expected: Vec<(u64, usize)> = (1..).zip(lengths).collect();
+    let lengths_of = |events: Vec<ThreadEvent>| -> Vec<(u64, usize)> {
+        events
+            .iter()
+            .map(|e| match &e.msg {
+                ThreadEventMsg::ItemCompleted(ItemEvent {
+                    item: ThreadItem::UserMessage(m),
+                }) => (e.seq, m.text.len()),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        lengths_of(read_events(&path, 0, u64::MAX).expect("read")),
+        expected
+    );
+    for decoders in 1..=4 {
+        for chunk_bytes in [999, 70_000, 1 << 20, 3 << 20, 64 << 20] {
+            let events = replayed(&path, (0, u64::MAX), decoders, chunk_bytes).await;
+            assert_eq!(
+                lengths_of(events),
+                expected,
+                "{decoders} threads, chunks of {chunk_bytes}"
+            );
+        }
+    }
+}
+
+/// Every event an [`EventReplay`] of `path` with `decoders` threads and chunks of
+/// `chunk_bytes` hands over, in order.
+async fn replayed(
+    path: &Path,
+    range: (u64, u64),
+    decoders: usize,
+    chunk_bytes: u64,
+) -> Vec<ThreadEvent> {
+    let len = std::fs::metadata(path).expect("stat").len();
+    let mut replay = EventReplay::start_with(path, len, range, decoders, chunk_bytes);
+    let mut events = Vec::new();
+    while let Some(chunk) = replay.next_chunk().await {
+        events.extend(chunk.expect("chunk"));
+    }
+    events
+}
+
+#[test]
+fn dropping_a_replay_stops_its_threads() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let home = tempfile::tempdir().expect("tempdir");
+    let path = block_on_new_runtime(async {
+        let recorder = RolloutRecorder::create(
+            home.path(),
+            &meta(&id_at(1_741_064_771), Path::new("/w")),
+            &[],
+        )
+        .expect("create");
+        let text = "w".repeat(1000);
+        for seq in 1..=3000 {
+            recorder.record_event(&user_message(seq, text.clone()));
+        }
+        recorder.close().await.expect("close");
+        recorder.path().to_path_buf()
+    });
+    let len = std::fs::metadata(&path).expect("stat").len();
+
+    // A runtime of its own, whose only other threads are the replay's decoders; they
+    // end as soon as they are idle, so a stopped decoder is seen.
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let counter = stopped.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_keep_alive(Duration::from_millis(1))
+        .on_thread_stop(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .expect("runtime");
+    let stopped_in_time = runtime.block_on(async {
+        // About fifty chunks: each decoder soon waits with its chunks ready.
+        let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
+        let first = replay
+            .next_chunk()
+            .await
+            .expect("a chunk")
+            .expect("decoded");
+        assert_eq!(first.first().map(|e| e.seq), Some(1));
+        drop(replay);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while stopped.load(Ordering::SeqCst) < 2 {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::task::yield_now().await;
+        }
+        true
+    });
+    // Not dropped: that would wait for a decoder that never stops.
+    runtime.shutdown_background();
+    assert!(
+        stopped_in_time,
+        "a decoder of a dropped replay is still running"
+    );
+}
+
+fn block_on_new_runtime<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
