@@ -4,9 +4,8 @@
 //! and appends them to the file in batches. The batch's buffer goes with each
 //! write, so an idle thread holds no buffer at all. `flush` hands what waits to
 //! the kernel (survives a killed process), `sync` also fsyncs (survives a power
-//! cut). The file is locked
-//! with `flock` for as long as the thread lives, so two processes can never
-//! interleave writes to one session.
+//! cut). The file is locked with `flock` for as long as the thread lives, so two
+//! processes can never interleave writes to one session.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
