@@ -30,8 +30,29 @@ pub const CORE_VARIABLES: &[&str] = &[
     "LC_ALL", "TERM",
 ];
 
-/// Names that look like secrets; dropped unless `ignore_default_excludes = true`.
-pub const DEFAULT_EXCLUDES: &[&str] = &["*KEY*", "*SECRET*", "*TOKEN*"];
+/// Names that look like secrets or hold credentials; dropped unless
+/// `ignore_default_excludes = true`. `*AUTH` and `*AUTH_*` rather than `*AUTH*`, which would
+/// also drop `GIT_AUTHOR_NAME`; `SSH_AUTH_SOCK` is dropped on purpose (the agent signs in as
+/// the user). Connection strings carry passwords: `DATABASE_URL`, `*_DSN` and the like.
+pub const DEFAULT_EXCLUDES: &[&str] = &[
+    "*KEY*",
+    "*SECRET*",
+    "*TOKEN*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*PASSPHRASE*",
+    "*CREDENTIAL*",
+    "*AUTH",
+    "*AUTH_*",
+    "*COOKIE*",
+    "*DATABASE_URL*",
+    "*DB_URL*",
+    "*_DSN",
+    "*CONNECTION_STRING*",
+    "MYSQL_PWD",
+    "REDIS_URL",
+    "MONGODB_URI",
+];
 
 /// `[shell_environment_policy]` from config.toml.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +60,7 @@ pub struct ShellEnvironmentPolicy {
     /// Where the environment starts from.
     #[serde(default)]
     pub inherit: EnvironmentInherit,
-    /// Keep variables whose names look like secrets (`*KEY*`, `*SECRET*`, `*TOKEN*`).
+    /// Keep variables whose names look like secrets (see [`DEFAULT_EXCLUDES`]).
     #[serde(default)]
     pub ignore_default_excludes: bool,
     /// Name patterns (`*` and `?`, case-insensitive) to drop.
@@ -134,6 +155,53 @@ mod tests {
     fn default_policy_keeps_everything_but_secret_looking_names() {
         let env = ShellEnvironmentPolicy::default().apply(vars(DEPUTY_ENV));
         assert_eq!(names(&env), vec!["EDITOR", "HOME", "PATH"]);
+    }
+
+    #[test]
+    fn passwords_credentials_and_connection_strings_are_dropped_but_ordinary_names_kept() {
+        let secrets = [
+            "PGPASSWORD",
+            "DATABASE_URL",
+            "TEST_DATABASE_URL",
+            "DOCKER_AUTH_CONFIG",
+            "NPM_CONFIG__AUTH",
+            "NPM_TOKEN",
+            "SSH_AUTH_SOCK",
+            "MYSQL_PWD",
+            "SMTP_PASSWD",
+            "GPG_PASSPHRASE",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SENTRY_DSN",
+            "SESSION_COOKIE",
+            "DEPLOY_PRIVATE_KEY",
+        ];
+        let ordinary = [
+            "PATH",
+            "HOME",
+            "PWD",
+            "OLDPWD",
+            "USER",
+            "SHELL",
+            "TERM",
+            "LANG",
+            "EDITOR",
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "XAUTHORITY",
+            "DISPLAY",
+            "TMPDIR",
+            "CARGO_HOME",
+            "XDG_SESSION_TYPE",
+            "LS_COLORS",
+        ];
+        let inherited = secrets
+            .iter()
+            .chain(&ordinary)
+            .map(|name| (name.to_string(), "v".to_string()));
+        let env = ShellEnvironmentPolicy::default().apply(inherited);
+        let mut expected = ordinary.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names(&env), expected);
     }
 
     #[test]

@@ -351,6 +351,10 @@ fn commands_do_not_see_secret_looking_variables_but_keep_the_rest() {
         .env("OPENAI_API_KEY", "sk-must-not-leak")
         .env("MY_SERVICE_TOKEN", "token-must-not-leak")
         .env("aws_secret_access_key", "secret-must-not-leak")
+        .env("PGPASSWORD", "password-must-not-leak")
+        .env("DATABASE_URL", "postgres://u:url-must-not-leak@db/x")
+        .env("DOCKER_AUTH_CONFIG", "auth-must-not-leak")
+        .env("GIT_AUTHOR_NAME", "Kept Author")
         .env("DEPUTY_TEST_DROP_ME", "excluded-by-pattern")
         .env("DEPUTY_TEST_KEEP", "kept-value");
     let run = finish(command);
@@ -365,6 +369,7 @@ fn commands_do_not_see_secret_looking_variables_but_keep_the_rest() {
         );
     }
     assert!(output.contains("DEPUTY_TEST_KEEP=kept-value"), "{output}");
+    assert!(output.contains("GIT_AUTHOR_NAME=Kept Author"), "{output}");
     assert!(output.contains("DEPUTY_TEST_SET=from-config"), "{output}");
     assert!(
         output.contains("\nPATH=") || output.starts_with("PATH="),
