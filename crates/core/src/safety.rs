@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 use deputy_apply_patch::WriteTarget;
 use deputy_protocol::{AskForApproval, SandboxMode};
 
+use crate::command_safety::KnownSafe;
+
 /// What to do with a command the model wants to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecAssessment {
@@ -32,8 +34,8 @@ pub struct ExecRequestFacts<'a> {
     pub policy: AskForApproval,
     /// The session's sandbox mode.
     pub mode: SandboxMode,
-    /// Whether the command is on the known-safe (read-only) list.
-    pub known_safe: bool,
+    /// How far the command is known to only read.
+    pub known_safe: KnownSafe,
     /// `Some(justification)` when the model asked to run outside the sandbox.
     pub escalation: Option<&'a str>,
     /// Whether the user approved this exact argv for the session.
@@ -53,9 +55,16 @@ pub fn assess_exec(f: ExecRequestFacts<'_>) -> ExecAssessment {
         .escalation
         .filter(|j| !j.trim().is_empty())
         .map(str::to_string);
+    // A command runs unasked under `untrusted` only if it reads whatever happens, or if the
+    // sandbox will keep it read-only (git, whose configuration can run programs).
+    let known_safe = match f.known_safe {
+        KnownSafe::Always => true,
+        KnownSafe::WhenConfinedReadOnly => f.mode == SandboxMode::ReadOnly,
+        KnownSafe::No => false,
+    };
     if f.mode == SandboxMode::DangerFullAccess {
         return match f.policy {
-            Untrusted if !f.known_safe => ExecAssessment::Ask {
+            Untrusted if !known_safe => ExecAssessment::Ask {
                 reason: justification,
             },
             _ => ExecAssessment::Run { sandboxed: false },
@@ -73,7 +82,7 @@ pub fn assess_exec(f: ExecRequestFacts<'_>) -> ExecAssessment {
             },
         };
     }
-    if f.policy == Untrusted && !f.known_safe {
+    if f.policy == Untrusted && !known_safe {
         return ExecAssessment::Ask { reason: None };
     }
     match (f.sandbox_available, f.policy) {

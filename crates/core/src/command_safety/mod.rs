@@ -7,8 +7,10 @@
 //! effect it cannot see from the text alone: expansions, redirections, grouping, background
 //! jobs. Any doubt answers "not safe", which only costs the user one approval.
 //!
-//! Not covered: what the shell's startup files (`bash -l` reads the login profile) or the
-//! repository's own git configuration do. Those are trusted like the executables on `PATH`.
+//! git's reading subcommands are safe only where the sandbox keeps them read-only
+//! ([`KnownSafe::WhenConfinedReadOnly`]): the repository's configuration can make them run
+//! programs (`core.fsmonitor`, `diff.external`). Not covered: what the shell's startup files
+//! (`bash -l` reads the login profile) do; they are trusted like the executables on `PATH`.
 
 mod classify;
 mod safe_commands;
@@ -21,17 +23,34 @@ use script::{Word, parse_script};
 /// Shells whose `-c`/`-lc` form is read as a script.
 const SHELLS: &[&str] = &["bash", "sh", "zsh"];
 
-/// Whether `argv` only inspects files or the system, so `untrusted` may run it without asking.
-pub fn is_known_safe_command(argv: &[String]) -> bool {
+/// How far a command is known to only read, which decides whether `untrusted` runs it unasked.
+///
+/// Ordered from least to most safe, so that a script is as safe as its least safe command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KnownSafe {
+    /// Not known to only read.
+    No,
+    /// Reads only while the sandbox keeps it read-only: what it runs depends on the
+    /// repository's configuration (git's fsmonitor, external diff, pager, filters), which
+    /// whoever wrote the repository, the model included, controls.
+    WhenConfinedReadOnly,
+    /// Reads only, whatever the files around it say.
+    Always,
+}
+
+/// How far `argv` is known to only inspect files or the system.
+pub fn is_known_safe_command(argv: &[String]) -> KnownSafe {
     if let Some(script) = shell_script(argv) {
-        return parse_script(script).is_ok_and(|commands| {
+        return parse_script(script).map_or(KnownSafe::No, |commands| {
             commands
                 .iter()
-                .all(|command| safe_commands::is_safe_simple_command(&command.words))
+                .map(|command| safe_commands::simple_command_safety(&command.words))
+                .min()
+                .unwrap_or(KnownSafe::Always)
         });
     }
     let words: Vec<Word> = argv.iter().map(|arg| Word::literal(arg)).collect();
-    safe_commands::is_safe_simple_command(&words)
+    safe_commands::simple_command_safety(&words)
 }
 
 /// Describes `argv` for display: one entry per command of a script, pipeline formatting

@@ -1,5 +1,6 @@
 //! The allowlist: which simple commands only read, whatever the working tree contains.
 
+use super::KnownSafe;
 use super::script::Word;
 
 /// Programs with no option that writes files, runs other programs or changes the system.
@@ -33,8 +34,20 @@ const GIT_UNSAFE_LONG: &[&str] = &["output", "ext-diff", "textconv"];
 /// The only `git branch` arguments that keep it a listing.
 const GIT_BRANCH_LISTING: &[&str] = &["-a", "-r", "-v", "-vv", "--list", "--show-current", "--all"];
 
-/// Whether one simple command only reads, given its words as the shell would see them.
-pub(super) fn is_safe_simple_command(words: &[Word]) -> bool {
+/// How far one simple command is known to only read, given its words as the shell would see
+/// them. git reads only as long as its configuration lets it (see [`KnownSafe`]).
+pub(super) fn simple_command_safety(words: &[Word]) -> KnownSafe {
+    if !is_safe_simple_command(words) {
+        KnownSafe::No
+    } else if words.first().is_some_and(|program| program.text == "git") {
+        KnownSafe::WhenConfinedReadOnly
+    } else {
+        KnownSafe::Always
+    }
+}
+
+/// Whether one simple command only reads, its configuration aside.
+fn is_safe_simple_command(words: &[Word]) -> bool {
     let Some((program, args)) = words.split_first() else {
         return false;
     };

@@ -8,6 +8,11 @@ fn bash(script: &str) -> Vec<String> {
     argv(&["bash", "-lc", script])
 }
 
+/// Whether `argv` reads only, at least where the sandbox keeps it read-only.
+fn is_safe(argv: &[String]) -> bool {
+    is_known_safe_command(argv) != KnownSafe::No
+}
+
 /// Scripts that write, run arbitrary programs or depend on the shell's state: never safe under
 /// any shell wrapper, nor as plain argvs when the parser can split them into commands.
 const NEVER_SAFE: &[&str] = &[
@@ -209,13 +214,10 @@ const ALWAYS_SAFE: &[&str] = &[
 #[test]
 fn scripts_that_write_or_run_arbitrary_programs_are_never_safe() {
     for script in NEVER_SAFE {
-        assert!(
-            !is_known_safe_command(&bash(script)),
-            "bash -lc {script:?} was safe"
-        );
+        assert!(!is_safe(&bash(script)), "bash -lc {script:?} was safe");
         for shell in [["bash", "-c"], ["sh", "-c"], ["zsh", "-lc"]] {
             let wrapped = argv(&[shell[0], shell[1], script]);
-            assert!(!is_known_safe_command(&wrapped), "{wrapped:?} was safe");
+            assert!(!is_safe(&wrapped), "{wrapped:?} was safe");
         }
     }
 }
@@ -239,7 +241,7 @@ fn unsafe_commands_stay_unsafe_as_plain_argv() {
         if argvs.iter().any(|argv| shell_script(argv).is_some()) {
             continue;
         }
-        let all_safe = argvs.iter().all(|argv| is_known_safe_command(argv));
+        let all_safe = argvs.iter().all(|argv| is_safe(argv));
         assert!(
             !all_safe,
             "the commands of {script:?} were all safe as plain argv"
@@ -250,39 +252,52 @@ fn unsafe_commands_stay_unsafe_as_plain_argv() {
 #[test]
 fn read_only_inspection_scripts_are_safe() {
     for script in ALWAYS_SAFE {
-        assert!(
-            is_known_safe_command(&bash(script)),
-            "bash -lc {script:?} was not safe"
-        );
+        assert!(is_safe(&bash(script)), "bash -lc {script:?} was not safe");
     }
 }
 
 #[test]
 fn plain_argv_is_judged_without_a_shell() {
-    assert!(is_known_safe_command(&argv(&["ls", "-la"])));
-    assert!(is_known_safe_command(&argv(&["cat", "a; rm x"])));
-    assert!(is_known_safe_command(&argv(&["git", "log", "--oneline"])));
-    assert!(!is_known_safe_command(&argv(&["rm", "-rf", "x"])));
-    assert!(!is_known_safe_command(&argv(&["/tmp/ls"])));
-    assert!(!is_known_safe_command(&argv(&["./ls"])));
-    assert!(!is_known_safe_command(&argv(&["env", "rm", "x"])));
-    assert!(!is_known_safe_command(&argv(&["find", ".", "-delete"])));
-    assert!(!is_known_safe_command(&[]));
+    assert!(is_safe(&argv(&["ls", "-la"])));
+    assert!(is_safe(&argv(&["cat", "a; rm x"])));
+    assert!(is_safe(&argv(&["git", "log", "--oneline"])));
+    assert!(!is_safe(&argv(&["rm", "-rf", "x"])));
+    assert!(!is_safe(&argv(&["/tmp/ls"])));
+    assert!(!is_safe(&argv(&["./ls"])));
+    assert!(!is_safe(&argv(&["env", "rm", "x"])));
+    assert!(!is_safe(&argv(&["find", ".", "-delete"])));
+    assert!(!is_safe(&[]));
+}
+
+#[test]
+fn git_reads_only_where_the_sandbox_keeps_it_read_only() {
+    use KnownSafe::*;
+    let table: &[(&[&str], KnownSafe)] = &[
+        (&["git", "status"], WhenConfinedReadOnly),
+        (&["git", "log", "--oneline"], WhenConfinedReadOnly),
+        (&["bash", "-lc", "git diff | head -5"], WhenConfinedReadOnly),
+        (
+            &["bash", "-lc", "ls && git show HEAD"],
+            WhenConfinedReadOnly,
+        ),
+        (&["bash", "-lc", "ls && wc -l f"], Always),
+        (&["ls"], Always),
+        (&["bash", "-lc", "git status > f"], No),
+        (&["git", "push"], No),
+    ];
+    for (words, expected) in table {
+        assert_eq!(is_known_safe_command(&argv(words)), *expected, "{words:?}");
+    }
 }
 
 #[test]
 fn shell_wrappers_need_exactly_a_flag_and_a_script() {
-    assert!(!is_known_safe_command(&argv(&[
-        "bash",
-        "-lc",
-        "ls",
-        "extra-arg"
-    ])));
-    assert!(!is_known_safe_command(&argv(&["bash", "-x", "ls"])));
-    assert!(!is_known_safe_command(&argv(&["bash", "-lc"])));
-    assert!(!is_known_safe_command(&argv(&["fish", "-c", "ls"])));
-    assert!(is_known_safe_command(&argv(&["/bin/bash", "-lc", "ls"])));
-    assert!(is_known_safe_command(&argv(&["sh", "-c", "ls | wc -l"])));
+    assert!(!is_safe(&argv(&["bash", "-lc", "ls", "extra-arg"])));
+    assert!(!is_safe(&argv(&["bash", "-x", "ls"])));
+    assert!(!is_safe(&argv(&["bash", "-lc"])));
+    assert!(!is_safe(&argv(&["fish", "-c", "ls"])));
+    assert!(is_safe(&argv(&["/bin/bash", "-lc", "ls"])));
+    assert!(is_safe(&argv(&["sh", "-c", "ls | wc -l"])));
 }
 
 #[test]
@@ -344,16 +359,13 @@ fn appending_a_write_to_any_generated_safe_script_makes_it_unsafe() {
             .map(|_| VOCABULARY[next(VOCABULARY.len())])
             .collect::<Vec<_>>()
             .join(" ");
-        if !is_known_safe_command(&bash(&script)) {
+        if !is_safe(&bash(&script)) {
             continue;
         }
         safe_scripts += 1;
         for write in WRITES {
             let extended = format!("{script}{write}");
-            assert!(
-                !is_known_safe_command(&bash(&extended)),
-                "{extended:?} was safe"
-            );
+            assert!(!is_safe(&bash(&extended)), "{extended:?} was safe");
         }
     }
     assert!(

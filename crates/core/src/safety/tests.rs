@@ -1,12 +1,13 @@
 use super::*;
 use AskForApproval::*;
+use KnownSafe::{Always, No, WhenConfinedReadOnly};
 use SandboxMode::*;
 
 fn facts(policy: AskForApproval, mode: SandboxMode) -> ExecRequestFacts<'static> {
     ExecRequestFacts {
         policy,
         mode,
-        known_safe: false,
+        known_safe: No,
         escalation: None,
         approved_for_session: false,
         sandbox_available: Ok(()),
@@ -26,47 +27,84 @@ fn exec_decision_table() {
     let table: Vec<(
         AskForApproval,
         SandboxMode,
-        bool,
+        KnownSafe,
         Option<&str>,
         ExecAssessment,
     )> = vec![
-        (Untrusted, WorkspaceWrite, true, None, RUN_SANDBOXED),
-        (Untrusted, WorkspaceWrite, false, None, ask.clone()),
+        (Untrusted, WorkspaceWrite, Always, None, RUN_SANDBOXED),
+        (Untrusted, WorkspaceWrite, No, None, ask.clone()),
         (
             Untrusted,
             ReadOnly,
-            false,
+            No,
             Some("needs network"),
             ask_why.clone(),
         ),
-        (Untrusted, DangerFullAccess, true, None, RUN_FREE),
-        (Untrusted, DangerFullAccess, false, None, ask.clone()),
-        (OnFailure, WorkspaceWrite, false, None, RUN_SANDBOXED),
+        (Untrusted, DangerFullAccess, Always, None, RUN_FREE),
+        (Untrusted, DangerFullAccess, No, None, ask.clone()),
+        (OnFailure, WorkspaceWrite, No, None, RUN_SANDBOXED),
         (
             OnFailure,
             ReadOnly,
-            false,
+            No,
             Some("needs network"),
             ask_why.clone(),
         ),
-        (OnRequest, WorkspaceWrite, false, None, RUN_SANDBOXED),
-        (OnRequest, ReadOnly, true, None, RUN_SANDBOXED),
+        (OnRequest, WorkspaceWrite, No, None, RUN_SANDBOXED),
+        (OnRequest, ReadOnly, Always, None, RUN_SANDBOXED),
         (
             OnRequest,
             WorkspaceWrite,
-            false,
+            No,
             Some("needs network"),
             ask_why.clone(),
         ),
         (
             OnRequest,
             DangerFullAccess,
-            false,
+            No,
             Some("needs network"),
             RUN_FREE,
         ),
-        (Never, WorkspaceWrite, false, None, RUN_SANDBOXED),
-        (Never, DangerFullAccess, false, None, RUN_FREE),
+        (Never, WorkspaceWrite, No, None, RUN_SANDBOXED),
+        // git reads only as long as the sandbox keeps it read-only: its configuration
+        // (fsmonitor, external diff) can run programs.
+        (
+            Untrusted,
+            ReadOnly,
+            WhenConfinedReadOnly,
+            None,
+            RUN_SANDBOXED,
+        ),
+        (
+            Untrusted,
+            WorkspaceWrite,
+            WhenConfinedReadOnly,
+            None,
+            ask.clone(),
+        ),
+        (
+            Untrusted,
+            DangerFullAccess,
+            WhenConfinedReadOnly,
+            None,
+            ask.clone(),
+        ),
+        (
+            OnRequest,
+            DangerFullAccess,
+            WhenConfinedReadOnly,
+            None,
+            RUN_FREE,
+        ),
+        (
+            Never,
+            WorkspaceWrite,
+            WhenConfinedReadOnly,
+            None,
+            RUN_SANDBOXED,
+        ),
+        (Never, DangerFullAccess, No, None, RUN_FREE),
     ];
     for (policy, mode, known_safe, escalation, expected) in table {
         let got = assess_exec(ExecRequestFacts {
@@ -76,7 +114,7 @@ fn exec_decision_table() {
         });
         assert_eq!(
             got, expected,
-            "{policy:?} {mode:?} safe={known_safe} esc={escalation:?}"
+            "{policy:?} {mode:?} safe={known_safe:?} esc={escalation:?}"
         );
     }
 }
@@ -86,13 +124,13 @@ fn escalation_asks_even_for_known_safe_commands_and_under_on_failure() {
     let ask_why = ExecAssessment::Ask {
         reason: Some("needs network".into()),
     };
-    for (policy, known_safe) in [(Untrusted, true), (OnFailure, false), (OnRequest, true)] {
+    for (policy, known_safe) in [(Untrusted, Always), (OnFailure, No), (OnRequest, Always)] {
         let got = assess_exec(ExecRequestFacts {
             known_safe,
             escalation: Some("needs network"),
             ..facts(policy, WorkspaceWrite)
         });
-        assert_eq!(got, ask_why, "{policy:?} safe={known_safe}");
+        assert_eq!(got, ask_why, "{policy:?} safe={known_safe:?}");
     }
 }
 
@@ -140,7 +178,7 @@ fn missing_sandbox_fails_closed() {
         (Untrusted, false),
     ] {
         let got = assess_exec(ExecRequestFacts {
-            known_safe: true,
+            known_safe: Always,
             sandbox_available: Err("no Landlock"),
             ..facts(policy, WorkspaceWrite)
         });
@@ -150,6 +188,16 @@ fn missing_sandbox_fails_closed() {
             other => panic!("{policy:?}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn git_under_untrusted_never_runs_unconfined_for_want_of_a_sandbox() {
+    let got = assess_exec(ExecRequestFacts {
+        known_safe: WhenConfinedReadOnly,
+        sandbox_available: Err("no Landlock"),
+        ..facts(Untrusted, ReadOnly)
+    });
+    assert!(matches!(got, ExecAssessment::Reject(r) if r.contains("no Landlock")));
 }
 
 #[test]
