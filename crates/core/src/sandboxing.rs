@@ -4,6 +4,7 @@
 //! never from the directory a command asks to run in: a `workdir` only says where the command
 //! starts, so `"/"`, `".."` or a symlink out of the workspace widen nothing.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -80,6 +81,25 @@ pub(crate) fn confine(config: &Config, cwd: &Path, argv: &[String]) -> Result<Ve
     )))
 }
 
+/// The argv that runs `argv`, starting in `cwd`, in the read-only sandbox without network or
+/// Unix sockets, whatever the thread's own mode: how deputy runs its own tools over content
+/// the model may have written (a review's git). `Err` when the sandbox cannot be had here;
+/// the caller must then not run `argv` at all.
+pub(crate) fn confine_read_only(
+    launcher: Option<&Path>,
+    cwd: &Path,
+    argv: &[String],
+) -> Result<Vec<OsString>, String> {
+    let launcher = launcher.ok_or("no sandbox launcher is configured for this process")?;
+    deputy_sandbox::probe().map_err(|e| e.to_string())?;
+    Ok(deputy_sandbox::wrap_command(
+        launcher,
+        &SandboxPolicy::read_only(),
+        cwd,
+        argv,
+    ))
+}
+
 /// The argv that runs `argv` unconfined (danger-full-access, or approved to leave the
 /// sandbox): still through the launcher when there is one, which gives it a session of its
 /// own and kills whatever it leaves behind, when it ends or when deputy dies.
@@ -154,8 +174,6 @@ pub(crate) fn denial_summary(exit_code: i32, output: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::OsString;
-
     use super::*;
     use crate::config::ConfigLayers;
 

@@ -14,6 +14,8 @@
 //! - [`TestHome`] is a temporary `DEPUTY_HOME` configured to use the mock server, and
 //!   [`python_with_mcp`] provides a Python with the official MCP SDK and
 //!   [`NodeMcpSdk`] a Node installation of its TypeScript SDK, for interoperability tests.
+//! - [`HostileRepository`] is a git repository whose configuration runs programs that
+//!   leave marks outside it, for the tests that prove none of them runs unconfined.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -40,6 +42,7 @@
 )]
 
 mod bounded_run;
+mod hostile_repository;
 mod mock_server;
 mod node_env;
 mod process_memory;
@@ -49,6 +52,7 @@ mod test_home;
 mod tool_setup;
 
 pub use bounded_run::run_with_deadline;
+pub use hostile_repository::HostileRepository;
 pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
 pub use node_env::{MCP_TS_SDK_VERSION, NodeMcpSdk};
 pub use process_memory::ProcessMemory;

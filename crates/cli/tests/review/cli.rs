@@ -182,6 +182,27 @@ fn an_unknown_branch_fails_clearly() {
     assert_eq!(server.request_count(), 0);
 }
 
+/// A "sha" that is really a git option (`--output=FILE` would empty FILE) names no commit.
+#[test]
+fn an_option_shaped_commit_or_branch_is_refused_and_writes_nothing() {
+    let (server, home) = setup([]);
+    let victim = home.path().join("victim.txt");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let option = format!("--output={}", victim.display());
+    for flag in ["--commit", "--base"] {
+        let done = review(&home, &[&format!("{flag}={option}")]);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+        done.assert_code(1);
+        assert!(
+            done.stderr
+                .contains(&format!("`{option}` does not name a commit")),
+            "{flag}: {}",
+            done.stderr
+        );
+    }
+    assert_eq!(server.request_count(), 0);
+}
+
 #[test]
 fn one_target_at_a_time() {
     let (server, home) = setup([]);

@@ -6,9 +6,11 @@
 //! instructions, `review_model` (or the session's model), a read-only sandbox and no
 //! approvals. The parent's turn reports `entered_review_mode`, then the reviewer's items,
 //! then `exited_review_mode` with the findings; only a short record of the result enters
-//! the parent's history.
+//! the parent's history. The change itself comes from git run in the read-only sandbox,
+//! with every program the repository's configuration names switched off ([`git_command`]).
 
 mod git;
+mod git_command;
 mod output;
 
 use std::sync::Arc;
@@ -120,11 +122,13 @@ async fn review(
     submission_id: &str,
     request: &ReviewRequest,
 ) -> Result<ReviewOutputEvent, String> {
-    let (cwd, target) = (config.cwd.clone(), request.target.clone());
-    let material = tokio::task::spawn_blocking(move || collect(&cwd, &target))
-        .await
-        .map_err(|e| format!("computing the change failed: {e}"))?
-        .map_err(|e| e.to_string())?;
+    let material = collect(
+        &config.cwd,
+        &request.target,
+        config.sandbox_launcher.as_deref(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let reviewer = start_reviewer(session, config, request)?;
     let mut events = reviewer.subscribe(0);
     let reviewer_turn = reviewer
