@@ -40,7 +40,9 @@ fn table() -> Vec<Row> {
     vec![
         row("ls", &["ls"], anywhere),
         row("cat file.txt", &["cat", "file.txt"], anywhere),
-        row("git status", &["git", "status"], anywhere),
+        // Reads only while confined read-only (its configuration can run programs), and this
+        // table's sandbox is workspace-write.
+        row("git status", &["git", "status"], asks_if_untrusted),
         bash("ls | wc -l", anywhere),
         bash("ls && cat file.txt", anywhere),
         row("touch new.txt", &["touch", "new.txt"], asks_if_untrusted),
