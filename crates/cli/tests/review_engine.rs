@@ -1,5 +1,6 @@
 //! Review mode in the engine: the reviewer sees exactly the change and nothing of the
-//! session; the session keeps only a short record of the result.
+//! session; the session keeps only a short record of the result. Driven in-process through
+//! `deputy-core`, with the `deputy` binary as the sandbox launcher its git calls need.
 
 #![allow(
     clippy::unwrap_used,
@@ -7,7 +8,7 @@
     reason = "test code: a failed step is a failed test"
 )]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +53,12 @@ fn repository(dir: &Path) {
     git(dir, &["commit", "-q", "-am", "add b"]);
     std::fs::write(dir.join("lib.rs"), "fn a() {}\nfn b() { todo!() }\n").unwrap();
     std::fs::write(dir.join("new.rs"), "fn untracked() {}\n").unwrap();
+}
+
+/// A thread manager whose commands (and a review's git) the real launcher confines.
+fn manager() -> ThreadManager {
+    let launcher = PathBuf::from(env!("CARGO_BIN_EXE_deputy"));
+    ThreadManager::new(Some(launcher), SessionSource::Exec)
 }
 
 fn layers(home: &TestHome) -> ConfigLayers {
@@ -139,7 +146,7 @@ async fn a_review_of_uncommitted_changes_sees_exactly_them_and_leaves_a_short_re
         MockResponse::text_turn(format!("```json\n{FINDINGS}\n```")),
         MockResponse::text_turn("ok"),
     ]);
-    let manager = ThreadManager::new(None, SessionSource::Exec);
+    let manager = manager();
     let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
 
     let events = review(&thread, ReviewTarget::UncommittedChanges).await;
@@ -194,7 +201,7 @@ async fn base_branch_and_commit_reviews_carry_their_own_diffs() {
         MockResponse::text_turn(FINDINGS),
         MockResponse::text_turn("not json at all"),
     ]);
-    let manager = ThreadManager::new(None, SessionSource::Exec);
+    let manager = manager();
     let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
     let ws = home.workspace();
 
@@ -236,7 +243,7 @@ async fn base_branch_and_commit_reviews_carry_their_own_diffs() {
 async fn outside_a_repository_the_review_fails_clearly() {
     let server = MockModelServer::start();
     let home = TestHome::new(&server.base_url());
-    let manager = ThreadManager::new(None, SessionSource::Exec);
+    let manager = manager();
     let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
     let events = review(&thread, ReviewTarget::UncommittedChanges).await;
     match &events.last().unwrap().msg {
@@ -260,7 +267,7 @@ async fn an_interrupted_review_exits_without_findings() {
     let home = TestHome::new(&server.base_url());
     repository(home.workspace());
     server.push(MockResponse::text_turn(FINDINGS).delay_before(Duration::from_secs(30)));
-    let manager = ThreadManager::new(None, SessionSource::Exec);
+    let manager = manager();
     let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
     let after = thread.last_seq();
     let turn = thread
