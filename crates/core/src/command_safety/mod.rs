@@ -39,7 +39,7 @@ pub enum KnownSafe {
 }
 
 /// How far `argv` is known to only inspect files or the system.
-pub fn is_known_safe_command(argv: &[String]) -> KnownSafe {
+pub fn known_safety(argv: &[String]) -> KnownSafe {
     if let Some(script) = shell_script(argv) {
         return parse_script(script).map_or(KnownSafe::No, |commands| {
             commands

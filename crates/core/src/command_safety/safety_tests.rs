@@ -10,7 +10,7 @@ fn bash(script: &str) -> Vec<String> {
 
 /// Whether `argv` reads only, at least where the sandbox keeps it read-only.
 fn is_safe(argv: &[String]) -> bool {
-    is_known_safe_command(argv) != KnownSafe::No
+    known_safety(argv) != KnownSafe::No
 }
 
 /// Scripts that write, run arbitrary programs or depend on the shell's state: never safe under
@@ -286,7 +286,7 @@ fn git_reads_only_where_the_sandbox_keeps_it_read_only() {
         (&["git", "push"], No),
     ];
     for (words, expected) in table {
-        assert_eq!(is_known_safe_command(&argv(words)), *expected, "{words:?}");
+        assert_eq!(known_safety(&argv(words)), *expected, "{words:?}");
     }
 }
 

@@ -10,7 +10,7 @@ use deputy_protocol::{
 };
 
 use crate::approval::CommandApproval;
-use crate::command_safety::{is_known_safe_command, parse_command};
+use crate::command_safety::{known_safety, parse_command};
 use crate::exec::{ExecError, ExecRequest, format_exec_output, run_command};
 use crate::safety::{ExecAssessment, ExecRequestFacts, assess_exec, offer_unsandboxed_retry};
 use crate::sandboxing;
@@ -36,7 +36,7 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
     let assessment = assess_exec(ExecRequestFacts {
         policy: config.approval_policy,
         mode: config.sandbox_mode,
-        known_safe: is_known_safe_command(&req.argv),
+        known_safe: known_safety(&req.argv),
         escalation: req.escalation.as_deref(),
         approved_for_session: ctx
             .session
