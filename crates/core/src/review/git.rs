@@ -205,6 +205,10 @@ async fn one_commit(
 
 /// The object id of the commit `name` (a sha, branch or any revision) names.
 async fn resolve_commit(git: &Git, root: &Path, name: &str) -> Result<String, ReviewGitError> {
+    // No sha or ref name starts with `-`: such a name is an option, whatever git version runs.
+    if name.starts_with('-') {
+        return Err(ReviewGitError::NotACommit(name.to_string()));
+    }
     let revision = format!("{name}^{{commit}}");
     let args = [
         "rev-parse",
