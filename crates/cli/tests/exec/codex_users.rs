@@ -257,7 +257,7 @@ fn resume_names_the_session_and_a_stopped_run_says_how_to_continue_it() {
         MockResponse::text_turn("Picked up."),
     ]);
     let home = home_for(&server);
-    let mut child = deputy(&home, &["exec", "--json", "wait a while"])
+    let child = deputy(&home, &["exec", "--json", "wait a while"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
