@@ -429,3 +429,22 @@ fn mcp_server_refuses_a_missing_key_in_the_words_exec_uses() {
     );
     assert_eq!(server.request_count(), 0);
 }
+
+#[test]
+fn codex_api_key_and_openai_base_url_reach_the_built_in_provider_from_the_environment() {
+    let server = MockModelServer::start();
+    server.push(MockResponse::text_turn("Reached."));
+    let home = home_for(&server);
+    home.write_config("model = \"mock-model\"\napproval_policy = \"never\"\n");
+
+    let mut command = deputy(&home, &["exec", "hello"]);
+    command
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("CODEX_API_KEY", "sk-codex");
+    let run = finish(command);
+
+    run.assert_code(0);
+    assert_eq!(run.stdout, "Reached.\n");
+    let request = &server.requests()[0];
+    assert_eq!(request.header("authorization"), Some("Bearer sk-codex"));
+}
