@@ -7,7 +7,7 @@ mod signals;
 
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -68,7 +68,7 @@ struct ExecArgs {
 struct ExecFlags {
     /// Print the run as `codex exec --json` JSONL on stdout (thread.started, turn.started,
     /// item.started|updated|completed, turn.completed|turn.failed) instead of the live view.
-    #[arg(global = true, long)]
+    #[arg(global = true, long, alias = "experimental-json")]
     json: bool,
     /// Print every engine event as a Codex `EventMsg` JSON line on stdout (what
     /// `codex/event` carries over MCP) instead of the live view.
@@ -89,12 +89,81 @@ struct ExecFlags {
     /// Config profile to use.
     #[arg(global = true, short = 'p', long)]
     profile: Option<String>,
-    /// Sandbox mode: read-only, workspace-write or danger-full-access.
+    /// Sandbox mode: read-only (the default), workspace-write or danger-full-access.
     #[arg(global = true, short = 's', long = "sandbox", value_parser = parse_kebab::<SandboxMode>)]
     sandbox: Option<SandboxMode>,
-    /// Approval policy: untrusted, on-failure, on-request or never.
+    /// Approval policy: untrusted, on-failure, on-request (the default) or never.
     #[arg(global = true, short = 'a', long = "ask-for-approval", value_parser = parse_kebab::<AskForApproval>)]
     approval: Option<AskForApproval>,
+    /// Let deputy edit the working directory and ask before anything else:
+    /// `-s workspace-write -a on-request`.
+    #[arg(global = true, long, conflicts_with_all = ["sandbox", "approval"])]
+    full_auto: bool,
+    /// Another directory the sandbox lets commands and patches write in (repeatable).
+    #[arg(global = true, long = "add-dir", value_name = "DIR")]
+    add_dir: Vec<PathBuf>,
+    /// An image to send with the task (repeatable, or comma-separated): PNG, JPEG, GIF or
+    /// WebP, at most 10 MiB.
+    #[arg(
+        global = true,
+        short = 'i',
+        long = "image",
+        value_name = "FILE",
+        value_delimiter = ','
+    )]
+    images: Vec<PathBuf>,
+    /// A JSON Schema file the final answer must follow (sent to the model as a strict
+    /// structured-output format).
+    #[arg(global = true, long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
+    /// Also write the final answer to FILE.
+    #[arg(
+        global = true,
+        short = 'o',
+        long = "output-last-message",
+        value_name = "FILE"
+    )]
+    output_last_message: Option<PathBuf>,
+    /// Accepted for Codex compatibility: deputy needs no git repository.
+    #[arg(global = true, long)]
+    skip_git_repo_check: bool,
+    #[command(flatten)]
+    codex_only: CodexOnlyFlags,
+}
+
+/// Flags of `codex exec` that change nothing here, accepted (with a note on stderr) so
+/// that programs written for Codex, such as its TypeScript SDK, run unchanged.
+#[derive(Debug, Args)]
+struct CodexOnlyFlags {
+    #[arg(global = true, long, hide = true, value_name = "SOURCE")]
+    thread_source: Option<String>,
+    #[arg(global = true, long, hide = true, value_name = "PROGRAM")]
+    cyber_access_program: Option<String>,
+    #[arg(global = true, long, hide = true, value_name = "WHEN")]
+    color: Option<String>,
+    #[arg(global = true, long, hide = true)]
+    progress_cursor: bool,
+}
+
+impl CodexOnlyFlags {
+    /// Says on stderr which were given and are ignored.
+    fn warn(&self) {
+        let given = [
+            ("--thread-source", self.thread_source.is_some()),
+            (
+                "--cyber-access-program",
+                self.cyber_access_program.is_some(),
+            ),
+            ("--color", self.color.is_some()),
+            ("--progress-cursor", self.progress_cursor),
+        ];
+        for (flag, _) in given.iter().filter(|(_, given)| *given) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "deputy: ignoring {flag} (a Codex option deputy has no use for)"
+            );
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -268,14 +337,13 @@ fn run_exec(mut layers: ConfigLayers, args: ExecArgs) -> anyhow::Result<i32> {
         return run_exec_resume(layers, args.flags, resume);
     }
     let prompt = read_prompt(args.prompt)?;
-    let output = output_mode(&args.flags);
-    layers.overrides = overrides(args.flags);
+    let options = exec_options(&args.flags, prompt)?;
+    layers.overrides = overrides(args.flags)?;
     let config = layers.load()?;
     run_to_end(runtime()?, async {
         let signals = TerminationSignals::install()?;
         log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
-        let options = deputy_exec::ExecOptions { prompt, output };
         deputy_exec::run_exec(&manager, config, options, signals.received()).await
     })
 }
@@ -323,16 +391,49 @@ fn run_exec_resume(
         }
     };
     let prompt = read_prompt(prompt)?;
-    let output = output_mode(&flags);
-    layers.overrides = overrides(flags);
+    let options = exec_options(&flags, prompt)?;
+    layers.overrides = overrides(flags)?;
     run_to_end(runtime()?, async {
         let signals = TerminationSignals::install()?;
         log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
         let (thread, resumed_after) = manager.resume_thread(&id, &layers)?;
-        let options = deputy_exec::ExecOptions { prompt, output };
+        if options.output == deputy_exec::OutputMode::Human {
+            let _ = writeln!(std::io::stderr(), "deputy: resuming session {id}");
+        }
         deputy_exec::run_turn_on(thread, Some(resumed_after), options, signals.received()).await
     })
+}
+
+/// What `deputy exec` is asked to do besides its settings; reads `--output-schema`.
+fn exec_options(flags: &ExecFlags, prompt: String) -> anyhow::Result<deputy_exec::ExecOptions> {
+    flags.codex_only.warn();
+    let output_schema = match &flags.output_schema {
+        None => None,
+        Some(path) => Some(read_output_schema(path)?),
+    };
+    Ok(deputy_exec::ExecOptions {
+        prompt,
+        images: flags.images.clone(),
+        output_schema,
+        last_message_file: flags.output_last_message.clone(),
+        output: output_mode(flags),
+    })
+}
+
+/// The JSON Schema in `path`: a JSON object, or a clear error naming the file.
+fn read_output_schema(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--output-schema: cannot read {}", path.display()))?;
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--output-schema: {} is not JSON", path.display()))?;
+    if !schema.is_object() {
+        anyhow::bail!(
+            "--output-schema: {} holds no JSON Schema object",
+            path.display()
+        );
+    }
+    Ok(schema)
 }
 
 fn output_mode(flags: &ExecFlags) -> deputy_exec::OutputMode {
@@ -366,15 +467,34 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
     Ok(prompt)
 }
 
-fn overrides(flags: ExecFlags) -> ConfigOverrides {
-    ConfigOverrides {
+fn overrides(flags: ExecFlags) -> anyhow::Result<ConfigOverrides> {
+    let (sandbox_mode, approval_policy) = if flags.full_auto {
+        (
+            Some(SandboxMode::WorkspaceWrite),
+            Some(AskForApproval::OnRequest),
+        )
+    } else {
+        (flags.sandbox, flags.approval)
+    };
+    let additional_writable_roots = flags
+        .add_dir
+        .iter()
+        .map(|dir| {
+            dir.canonicalize()
+                .ok()
+                .filter(|dir| dir.is_dir())
+                .with_context(|| format!("--add-dir {}: no such directory", dir.display()))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(ConfigOverrides {
         model: flags.model,
         profile: flags.profile,
         cwd: flags.cwd,
-        approval_policy: flags.approval,
-        sandbox_mode: flags.sandbox,
+        approval_policy,
+        sandbox_mode,
+        additional_writable_roots,
         ..ConfigOverrides::default()
-    }
+    })
 }
 
 /// deputy re-executes itself to confine commands.

@@ -186,6 +186,9 @@ fn render(output: &ReviewOutputEvent, here: &Path) -> String {
         text.push('\n');
     }
     let explanation = one_line(&output.overall_explanation);
+    if output.is_nothing_to_review() {
+        return format!("{explanation}\n");
+    }
     if output.overall_correctness.is_empty() {
         // The reviewer's answer was not the expected object: show it as it came.
         if !explanation.is_empty() {

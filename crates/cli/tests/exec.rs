@@ -6,7 +6,9 @@
 //! - `live_view`: what a person at a terminal sees;
 //! - `failures`: model errors and retries, runaway commands, refused approvals;
 //! - `config`: config.toml, profiles, `-c`, `-m` and `-C`;
-//! - `first_run`: what a first run runs into (no API key, typos, ids, help).
+//! - `first_run`: what a first run runs into (no API key, typos, ids, help);
+//! - `codex_users`: what a Codex user brings (Codex's flags, a piped task on a terminal,
+//!   a refused edit, a stopped or resumed session, an unreachable model server).
 
 #![allow(
     clippy::unwrap_used,
@@ -16,6 +18,8 @@
 
 mod common;
 
+#[path = "exec/codex_users.rs"]
+mod codex_users;
 #[path = "exec/config.rs"]
 mod config;
 #[path = "exec/failures.rs"]

@@ -57,6 +57,46 @@ fn run_client(home: &TestHome, scenario: &str) -> Value {
 }
 
 #[test]
+fn a_typescript_call_with_a_3s_timeout_survives_a_20s_command_on_progress_alone() {
+    // The command outlasts the client's request timeout almost seven times; only the
+    // progress heartbeat (every 2 s by default) keeps the call alive.
+    let model = MockModelServer::start();
+    model.push_all([
+        MockResponse::function_call_turn(
+            "call-ts",
+            "shell_command",
+            json!({"command": "sleep 20 && echo slept", "timeout_ms": 60_000}),
+        ),
+        MockResponse::text_turn("Done after the long command."),
+    ]);
+    let home = TestHome::new(&model.base_url());
+    let seen = run_client(&home, "heartbeat");
+
+    assert_eq!(
+        json!({"callOutcome": seen["callOutcome"], "text": seen["text"]}),
+        json!({"callOutcome": "result", "text": ["Done after the long command."]}),
+        "{seen}"
+    );
+    let elapsed = seen["elapsedMs"].as_u64().unwrap_or_default();
+    assert!(elapsed >= 20_000, "the command ran its 20 s: {seen}");
+    let mut at = vec![0];
+    at.extend(
+        seen["progress"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["atMs"].as_u64()),
+    );
+    at.push(elapsed);
+    let longest_quiet = at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(elapsed);
+    assert!(
+        longest_quiet < 3_000,
+        "no gap of 3 s without progress (longest {longest_quiet} ms): {seen}"
+    );
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
 fn a_typescript_client_approves_a_command_and_it_runs() {
     let (model, home) = scripted("touch approved.txt", "Approved and done.");
     let seen = run_client(&home, "approve");

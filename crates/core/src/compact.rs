@@ -115,6 +115,9 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
             instructions: instructions.clone(),
             input: fitted.input,
             tools: Vec::new(),
+            // The summary is prose for the next model call, whatever the answer's format.
+            output_schema: None,
+            reasoning_effort: ctx.config.model_reasoning_effort.clone(),
         };
         match sample_with_retries(ctx, &prompt, Visibility::Quiet).await {
             Ok(Sampled { items, .. }) => {

@@ -7,7 +7,7 @@
 //! bytes per token) of what was added since; servers that report no usage get the
 //! estimate of the whole request.
 
-use deputy_protocol::{ResponseItem, TokenUsage};
+use deputy_protocol::{ContentItem, ResponseItem, TokenUsage};
 
 use crate::client::Prompt;
 use crate::config::Config;
@@ -98,8 +98,23 @@ pub(crate) fn tokens_for_bytes(bytes: usize) -> u64 {
 /// Bytes one history item takes in a request (its JSON form).
 pub(crate) fn item_bytes(item: &ResponseItem) -> usize {
     // Serializing plain data cannot fail; an empty count errs on the small side.
-    serde_json::to_string(item).map_or(0, |text| text.len())
+    let bytes = serde_json::to_string(item).map_or(0, |text| text.len());
+    // An image costs the model about a thousand tokens whatever its encoded size.
+    let images = match item {
+        ResponseItem::Message { content, .. } => content
+            .iter()
+            .filter_map(|part| match part {
+                ContentItem::InputImage { image_url } => Some(image_url.len()),
+                ContentItem::InputText { .. } | ContentItem::OutputText { .. } => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    bytes.saturating_sub(images.iter().sum::<usize>()) + images.len() * IMAGE_BYTES
 }
+
+/// What one image is counted as, in bytes of text (≈ 1,000 tokens).
+const IMAGE_BYTES: usize = 4_000;
 
 /// Estimated tokens of a whole request: instructions, tool specs and history.
 pub(crate) fn estimate_prompt_tokens(prompt: &Prompt) -> u64 {

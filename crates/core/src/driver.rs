@@ -10,15 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, InputItem, ItemEvent, Op,
-    ReviewDecision, ReviewOutputEvent, ReviewRequest, ThreadEvent, ThreadEventMsg, ThreadItem,
-    TurnAbortReason,
+    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ItemEvent, Op, ReviewDecision,
+    ReviewOutputEvent, ReviewRequest, ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::Answer;
-use crate::thread::{Thread, ThreadError};
+use crate::thread::{Thread, ThreadError, TurnInput};
 
 /// A question for the user, as the front door's [`Approver`] gets it.
 #[derive(Debug, Clone)]
@@ -231,8 +230,8 @@ pub trait TurnObserver: Send {
 pub struct TurnRequest {
     /// Echoed as the events' `submission_id` (Codex's event id).
     pub submission_id: String,
-    /// The user's input.
-    pub items: Vec<InputItem>,
+    /// The user's input, and what else the turn asks for.
+    pub input: TurnInput,
     /// Also deliver the thread's events after this seq that came before the turn
     /// (`Some(0)`: the whole thread so far, e.g. `session_configured` of a new thread);
     /// `None`: only what happens from now on.
@@ -280,13 +279,13 @@ pub async fn drive_turn<A: Approver, O: TurnObserver>(
 ) -> Result<DrivenTurn, ThreadError> {
     let TurnRequest {
         submission_id,
-        items,
+        input,
         replay_after,
     } = request;
     drive(
         thread,
         replay_after,
-        |thread| thread.submit_turn(submission_id, items),
+        |thread| thread.submit_input(submission_id, input),
         approver,
         observer,
         cancel,

@@ -29,7 +29,8 @@ mod thread;
 mod thread_manager;
 pub mod tools;
 mod turn;
+pub mod user_input;
 
 pub use event_log::{Lagged, Subscription};
-pub use thread::{Thread, ThreadError, TurnEvents};
+pub use thread::{Thread, ThreadError, TurnEvents, TurnInput};
 pub use thread_manager::{ResumeError, StartError, ThreadManager};

@@ -36,6 +36,18 @@ pub enum ThreadError {
     Closed,
 }
 
+/// A turn's input: the user's items, settings it changes for itself and later turns,
+/// and the JSON Schema its final answer must follow (this turn only).
+#[derive(Debug, Clone, Default)]
+pub struct TurnInput {
+    /// The user's input parts (text, images).
+    pub items: Vec<InputItem>,
+    /// Settings this turn changes, for itself and every later turn.
+    pub overrides: Option<TurnOverrides>,
+    /// The final answer's JSON Schema, sent to the model as a strict structured-output format.
+    pub output_schema: Option<serde_json::Value>,
+}
+
 /// A handle on a running thread.
 #[derive(Debug)]
 pub struct Thread {
@@ -112,10 +124,32 @@ impl Thread {
         items: Vec<InputItem>,
         overrides: Option<TurnOverrides>,
     ) -> Result<String, ThreadError> {
+        self.submit_input(
+            submission_id,
+            TurnInput {
+                items,
+                overrides,
+                output_schema: None,
+            },
+        )
+    }
+
+    /// Queues a turn with everything [`TurnInput`] can say and returns its new turn id.
+    pub fn submit_input(
+        &self,
+        submission_id: String,
+        input: TurnInput,
+    ) -> Result<String, ThreadError> {
+        let TurnInput {
+            items,
+            overrides,
+            output_schema,
+        } = input;
         self.submit_new_turn(submission_id, |turn_id| Op::UserInput {
             turn_id,
             items,
             overrides,
+            output_schema,
         })
     }
 
@@ -457,11 +491,16 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                 turn_id,
                 items,
                 overrides,
+                output_schema,
             } => {
                 let turn = QueuedTurn {
                     turn_id,
                     submission_id: id,
-                    kind: QueuedKind::Model(TurnKind::Input { items, overrides }),
+                    kind: QueuedKind::Model(TurnKind::Input {
+                        items,
+                        overrides,
+                        output_schema,
+                    }),
                 };
                 enqueue(&session, &mut running, &mut queue, turn);
             }

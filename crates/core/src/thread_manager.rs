@@ -157,6 +157,13 @@ impl ThreadManager {
             if let Ok(updated) = config.with_overrides(&overrides) {
                 config = updated;
             }
+            // Roots added for this run (`--add-dir`) come on top of the saved ones.
+            for root in &explicit.additional_writable_roots {
+                let roots = &mut config.sandbox_workspace_write.writable_roots;
+                if !roots.contains(root) {
+                    roots.push(root.clone());
+                }
+            }
         }
         for warning in &session.warnings {
             tracing::warn!("{warning}");

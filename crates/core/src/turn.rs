@@ -22,6 +22,7 @@ use crate::context_window;
 use crate::instructions;
 use crate::thread::{Session, lock};
 use crate::tools::{self, TurnDiffTracker};
+use crate::user_input;
 
 /// How a turn ended early.
 #[derive(Debug)]
@@ -32,6 +33,8 @@ pub(crate) enum TurnStop {
     Model(ModelError),
     /// The history could not be compacted (or still does not fit after compacting).
     Compaction(String),
+    /// The user's input cannot be sent (an image that cannot be read).
+    Input(String),
 }
 
 /// What a turn does.
@@ -40,6 +43,7 @@ pub(crate) enum TurnKind {
     Input {
         items: Vec<InputItem>,
         overrides: Option<TurnOverrides>,
+        output_schema: Option<serde_json::Value>,
     },
     /// Compact the history, and nothing else (`Op::Compact`).
     Compact,
@@ -66,6 +70,8 @@ pub(crate) struct TurnContext {
     open_items: Mutex<BTreeMap<String, ThreadItem>>,
     /// The turn's plan item, once the model made a plan.
     plan: Mutex<Option<PlanUpdateItem>>,
+    /// The JSON Schema the final answer must follow, sent with every model request.
+    pub(crate) output_schema: Option<serde_json::Value>,
 }
 
 /// A new item id (a UUIDv7: unique across threads and restarts).
@@ -179,9 +185,13 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         turn_id,
         kind,
     } = start;
-    let overrides = match &kind {
-        TurnKind::Input { overrides, .. } => overrides.as_ref(),
-        TurnKind::Compact => None,
+    let (overrides, output_schema) = match &kind {
+        TurnKind::Input {
+            overrides,
+            output_schema,
+            ..
+        } => (overrides.as_ref(), output_schema.clone()),
+        TurnKind::Compact => (None, None),
     };
     let before = session.settings_for_turn(None).map(|s| s.config);
     let settings = match session.settings_for_turn(overrides) {
@@ -207,6 +217,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         diff: Mutex::default(),
         open_items: Mutex::default(),
         plan: Mutex::default(),
+        output_schema,
     };
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
     // Overrides that change what the model was told about its environment (cwd,
@@ -222,18 +233,16 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
     let work = async {
         match kind {
             TurnKind::Input { items, .. } => {
-                let text = items
-                    .into_iter()
-                    .map(|InputItem::Text { text }| text)
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let (message, text) = user_input::user_message(items, &ctx.config.cwd)
+                    .await
+                    .map_err(|err| TurnStop::Input(err.to_string()))?;
                 let user = ThreadItem::UserMessage(UserMessageItem {
                     id: new_item_id(),
-                    text: text.clone(),
+                    text,
                 });
                 ctx.item_started(user.clone());
                 ctx.item_completed(user);
-                ctx.session.record([ResponseItem::user_text(text)]);
+                ctx.session.record([message]);
                 turn_loop(&ctx).await
             }
             TurnKind::Compact => compact::compact(&ctx, CompactTrigger::Manual)
@@ -265,11 +274,17 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         }
         Some(Err(TurnStop::Model(err))) => {
             close_dangling_calls(&ctx.session);
-            ThreadEventMsg::TurnFailed(ErrorEvent {
-                message: err.to_string(),
-            })
+            let message = if err.is_connect() {
+                format!(
+                    "{err}\nIs the model server running? deputy uses {}",
+                    ctx.config.base_url_origin()
+                )
+            } else {
+                err.to_string()
+            };
+            ThreadEventMsg::TurnFailed(ErrorEvent { message })
         }
-        Some(Err(TurnStop::Compaction(message))) => {
+        Some(Err(TurnStop::Compaction(message) | TurnStop::Input(message))) => {
             close_dangling_calls(&ctx.session);
             ThreadEventMsg::TurnFailed(ErrorEvent { message })
         }
@@ -294,6 +309,8 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
             instructions: instructions.clone(),
             input: ctx.session.history_snapshot(),
             tools: tools.clone(),
+            output_schema: ctx.output_schema.clone(),
+            reasoning_effort: config.model_reasoning_effort.clone(),
         };
         if let Some(limit) = compact_limit
             && !just_compacted

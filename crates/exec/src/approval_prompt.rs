@@ -1,15 +1,32 @@
 //! Answering approval requests on the terminal, or refusing them without one.
+//!
+//! The terminal is stdin when it is one; when the task was piped in (`echo task | deputy
+//! exec`) and stderr is a terminal, the process's own terminal (`/dev/tty`). With neither,
+//! nobody can answer.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use deputy_core::command_safety::escape_command_for_display;
-use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ReviewDecision};
+use deputy_protocol::{
+    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, FileChange, ReviewDecision,
+};
 use tokio::sync::mpsc;
 
 const NO_TTY_REASON: &str = "deputy exec has no terminal to ask for approval on; \
-pass `-a never` so that nothing asks (the sandbox mode alone then limits commands), \
-or run it in a terminal";
+pass `-a never` so that nothing asks, or run it in a terminal";
+
+/// Lines of a patch shown before asking whether to apply it.
+const PREVIEW_LINES: usize = 40;
+
+/// Whether approval questions can be asked: there is a terminal to answer them on.
+pub(crate) fn can_ask() -> bool {
+    terminal().is_some()
+}
 
 /// Asks whether to run a command.
 pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
@@ -21,34 +38,96 @@ pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision,
     ask(question).await
 }
 
-/// Asks whether to apply a patch.
+/// Asks whether to apply a patch, showing what it changes first.
 pub(crate) async fn ask_patch(
     req: &ApplyPatchApprovalRequestEvent,
+    cwd: Option<&Path>,
 ) -> (ReviewDecision, Option<String>) {
+    let mut question = patch_preview(&req.changes, cwd);
     let files: Vec<String> = req
         .changes
         .keys()
-        .map(|p| p.display().to_string())
+        .map(|path| shown(path, cwd).display().to_string())
         .collect();
-    let mut question = format!("Apply a patch to {}?", files.join(", "));
+    question.push_str(&format!("Apply this patch to {}?", files.join(", ")));
     if let Some(reason) = &req.reason {
         question.push_str(&format!("\n  reason: {reason}"));
     }
     ask(question).await
 }
 
-async fn ask(question: String) -> (ReviewDecision, Option<String>) {
-    if !std::io::stdin().is_terminal() {
-        // `eprintln!` panics when stderr is closed (`deputy exec … 2>&1 | head`).
-        let _ = writeln!(
-            std::io::stderr(),
-            "approval needed: {question}\n  denied: {NO_TTY_REASON}"
-        );
-        return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
+/// The patch as a reader checks it: each file's header, then its diff (an added file's
+/// lines with `+`), at most [`PREVIEW_LINES`] lines in all, with a count of the rest.
+fn patch_preview(changes: &BTreeMap<PathBuf, FileChange>, cwd: Option<&Path>) -> String {
+    let mut lines = Vec::new();
+    for (path, change) in changes {
+        let path = shown(path, cwd).display().to_string();
+        match change {
+            FileChange::Add { content } => {
+                lines.push(format!("+++ {path} (new file)"));
+                lines.extend(content.lines().map(|line| format!("+{line}")));
+            }
+            FileChange::Delete { content } => {
+                lines.push(format!(
+                    "--- {path} (deleted, {} lines)",
+                    content.lines().count()
+                ));
+            }
+            FileChange::Update {
+                unified_diff,
+                move_path,
+            } => {
+                match move_path {
+                    Some(to) => lines.push(format!("*** {path} → {}", shown(to, cwd).display())),
+                    None => lines.push(format!("*** {path}")),
+                }
+                lines.extend(
+                    unified_diff
+                        .lines()
+                        .filter(|line| !line.starts_with("---") && !line.starts_with("+++"))
+                        .map(str::to_string),
+                );
+            }
+        }
     }
-    let mut lines = terminal_lines().lock().await;
+    let hidden = lines.len().saturating_sub(PREVIEW_LINES);
+    let mut preview: String = lines
+        .iter()
+        .take(PREVIEW_LINES)
+        .map(|line| format!("  {}\n", visible(line)))
+        .collect();
+    if hidden > 0 {
+        preview.push_str(&format!("  … {hidden} more lines\n"));
+    }
+    preview
+}
+
+/// `text` with control characters (the patch is the model's) shown, not obeyed.
+fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' => "    ".to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// `path` relative to the session's cwd when it lies inside it.
+fn shown<'a>(path: &'a Path, cwd: Option<&Path>) -> &'a Path {
+    cwd.and_then(|cwd| path.strip_prefix(cwd).ok())
+        .filter(|relative| !relative.as_os_str().is_empty())
+        .unwrap_or(path)
+}
+
+async fn ask(question: String) -> (ReviewDecision, Option<String>) {
+    // Said once, by the engine's warning that the action was not approved.
+    let Some(terminal) = terminal() else {
+        return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
+    };
+    let mut lines = terminal.lines.lock().await;
     loop {
-        discard_earlier_input(&mut lines);
+        discard_earlier_input(terminal.fd, &mut lines);
         let mut stderr = std::io::stderr();
         let _ = write!(stderr, "{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
         let _ = stderr.flush();
@@ -69,31 +148,62 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
 /// (which the sandbox refuses, but an unsandboxed command run by root could still try). Both
 /// the terminal's pending input and lines the reader thread already took are dropped. A line
 /// the thread reads from the terminal at this very moment may still slip through.
-fn discard_earlier_input(lines: &mut mpsc::UnboundedReceiver<String>) {
-    // SAFETY: tcflush only discards the pending input of the terminal on stdin.
+fn discard_earlier_input(fd: RawFd, lines: &mut mpsc::UnboundedReceiver<String>) {
+    // SAFETY: tcflush only discards the pending input of the terminal open on `fd`,
+    // which stays open for the whole process.
     unsafe {
-        libc::tcflush(libc::STDIN_FILENO, libc::TCIFLUSH);
+        libc::tcflush(fd, libc::TCIFLUSH);
     }
     while lines.try_recv().is_ok() {}
 }
 
-/// Lines typed on the terminal, read by one thread for the whole process. A
-/// question can then be abandoned (its task aborted when the turn ends or the
-/// request expires) without a blocked read stealing the next answer.
-fn terminal_lines() -> &'static tokio::sync::Mutex<mpsc::UnboundedReceiver<String>> {
-    static LINES: OnceLock<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>> = OnceLock::new();
-    LINES.get_or_init(|| {
+/// The terminal answers come from, with the lines typed on it: one thread reads them for
+/// the whole process, so a question can be abandoned (its task aborted when the turn ends
+/// or the request expires) without a blocked read stealing the next answer.
+struct Terminal {
+    fd: RawFd,
+    lines: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+}
+
+/// Stdin when it is a terminal; else `/dev/tty` when stderr is a terminal (someone is
+/// watching the run whose task came through a pipe); else none.
+fn terminal() -> Option<&'static Terminal> {
+    static TERMINAL: OnceLock<Option<Terminal>> = OnceLock::new();
+    TERMINAL
+        .get_or_init(|| {
+            if std::io::stdin().is_terminal() {
+                return Some(Terminal::reading(libc::STDIN_FILENO, || {
+                    std::io::stdin().lock()
+                }));
+            }
+            if !std::io::stderr().is_terminal() {
+                return None;
+            }
+            let tty = File::open("/dev/tty").ok()?;
+            let fd = tty.as_raw_fd();
+            // The file moves into the reader thread, which keeps it open for the process.
+            Some(Terminal::reading(fd, move || BufReader::new(tty)))
+        })
+        .as_ref()
+}
+
+impl Terminal {
+    /// Reads lines from what `open` gives, on a thread of its own, from now on.
+    fn reading<R: BufRead>(fd: RawFd, open: impl FnOnce() -> R + Send + 'static) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
+            for line in open().lines() {
                 let Ok(line) = line else { break };
                 if tx.send(line).is_err() {
                     break;
                 }
             }
         });
-        tokio::sync::Mutex::new(rx)
-    })
+        Self {
+            fd,
+            lines: tokio::sync::Mutex::new(rx),
+        }
+    }
 }
 
 /// Maps a typed answer to a decision; `None` asks again.
@@ -121,5 +231,44 @@ mod tests {
         assert_eq!(parse_answer(" n "), Some(ReviewDecision::Denied));
         assert_eq!(parse_answer("q"), Some(ReviewDecision::Abort));
         assert_eq!(parse_answer("maybe"), None);
+    }
+
+    #[test]
+    fn a_patch_is_previewed_relative_to_the_cwd_cut_with_a_count_and_escaped() {
+        let cwd = Path::new("/w");
+        let long: String = (1..=50).map(|n| format!("line {n}\n")).collect();
+        let changes = BTreeMap::from([
+            (
+                PathBuf::from("/w/a.txt"),
+                FileChange::Add {
+                    content: "first\x1b[2Jsecond\n".into(),
+                },
+            ),
+            (
+                PathBuf::from("/w/b.txt"),
+                FileChange::Update {
+                    unified_diff: "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-old\n+new\n".into(),
+                    move_path: None,
+                },
+            ),
+            (PathBuf::from("/w/c.txt"), FileChange::Add { content: long }),
+        ]);
+        let preview = patch_preview(&changes, Some(cwd));
+        let lines: Vec<&str> = preview.lines().collect();
+        assert_eq!(
+            lines[..7],
+            [
+                "  +++ a.txt (new file)",
+                "  +first\\u{1b}[2Jsecond",
+                "  *** b.txt",
+                "  @@ -1 +1 @@",
+                "  -old",
+                "  +new",
+                "  +++ c.txt (new file)",
+            ]
+        );
+        assert_eq!(lines.len(), PREVIEW_LINES + 1);
+        // 7 lines before c.txt's content, 50 of it: 57 in all, 40 shown.
+        assert_eq!(lines[PREVIEW_LINES], "  … 17 more lines");
     }
 }

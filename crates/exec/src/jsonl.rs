@@ -5,8 +5,11 @@
 //! (items `agent_message`, `reasoning`, `command_execution`, `file_change`, `todo_list`,
 //! `error`), then `turn.completed {usage}` or `turn.failed {error}`. Item ids are this
 //! stream's own (`item_0`, `item_1`, … in order of first appearance), as in Codex.
-//! Messages and reasoning appear once, completed; commands, patches and the plan are
-//! started, updated when what a script sees of them changes, and completed.
+//! Messages, reasoning and patches appear once, completed; commands and the plan are
+//! started, updated when what a script sees of them changes, and completed. Statuses and
+//! fields are spelled as `@openai/codex-sdk`'s types have them (no `declined`; no
+//! `exit_code` until there is one). A turn stopped by a signal ends without a line, as in
+//! Codex, so that the SDK reports its own abort.
 
 use std::collections::HashMap;
 
@@ -128,6 +131,7 @@ pub enum ItemDetails {
         /// Its output, both streams as they arrived.
         aggregated_output: String,
         /// Its exit code, once it exited.
+        #[serde(skip_serializing_if = "Option::is_none")]
         exit_code: Option<i32>,
         /// Where it stands.
         status: CommandStatus,
@@ -159,18 +163,14 @@ pub enum CommandStatus {
     InProgress,
     /// Exited 0.
     Completed,
-    /// Exited non-zero, timed out, could not start or was killed.
+    /// Exited non-zero, timed out, could not start, was killed, or was not run (declined).
     Failed,
-    /// Not run: the user or the policy said no.
-    Declined,
 }
 
 /// `file_change.status`. Like Codex, a declined patch counts as failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PatchStatus {
-    /// Waiting for approval, or being applied.
-    InProgress,
     /// Every change landed.
     Completed,
     /// Nothing changed.
@@ -236,6 +236,8 @@ impl JsonlMapper {
                 }
                 Vec::new()
             }
+            // The configuration's warnings (no turn yet) are for stderr, not error items.
+            ThreadEventMsg::Warning(_) if event.turn_id.is_none() => Vec::new(),
             ThreadEventMsg::Warning(warning) => vec![JsonlEvent::ItemCompleted {
                 item: Item {
                     id: self.new_id(),
@@ -262,18 +264,16 @@ impl JsonlMapper {
                     },
                 ]
             }
-            // Codex prints nothing for a stopped turn; a script is better served by an end.
-            ThreadEventMsg::TurnAborted(aborted) => {
-                let message = match aborted.reason {
-                    TurnAbortReason::Interrupted => "turn interrupted",
-                    TurnAbortReason::Aborted => "turn aborted by the user",
-                };
-                vec![JsonlEvent::TurnFailed {
+            // A signal stopped the run: nothing, as in Codex (the SDK then reports its
+            // own abort). The user's "quit" at a question is the turn's failure.
+            ThreadEventMsg::TurnAborted(aborted) => match aborted.reason {
+                TurnAbortReason::Interrupted => Vec::new(),
+                TurnAbortReason::Aborted => vec![JsonlEvent::TurnFailed {
                     error: ErrorPayload {
-                        message: message.to_string(),
+                        message: "turn aborted by the user".to_string(),
                     },
-                }]
-            }
+                }],
+            },
             // Streaming pieces are repeated by their completed item; questions, answers,
             // diffs and the thread's end have no line in this format.
             ThreadEventMsg::AgentMessageDelta(_)
@@ -295,13 +295,14 @@ impl JsonlMapper {
 
     fn started(&mut self, item: &ThreadItem) -> Option<JsonlEvent> {
         let details = match item {
-            ThreadItem::CommandExecution(_) | ThreadItem::FileChange(_) | ThreadItem::Plan(_) => {
-                details(item)?
-            }
-            // Messages and reasoning are shown once, complete; codex exec has no review items.
+            ThreadItem::CommandExecution(_) | ThreadItem::Plan(_) => details(item)?,
+            // Messages, reasoning and patches are shown once, complete (the SDK's
+            // `file_change` is "emitted once the patch succeeds or fails"); codex exec has
+            // no review items.
             ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
+            | ThreadItem::FileChange(_)
             | ThreadItem::EnteredReviewMode(_)
             | ThreadItem::ExitedReviewMode(_)
             | ThreadItem::ContextCompaction(_) => {
@@ -317,6 +318,9 @@ impl JsonlMapper {
     }
 
     fn updated(&mut self, item: &ThreadItem) -> Option<JsonlEvent> {
+        if matches!(item, ThreadItem::FileChange(_)) {
+            return None;
+        }
         let details = details(item)?;
         let Some(open) = self.open.get_mut(item.id()) else {
             return self.started(item);
@@ -378,8 +382,9 @@ fn command_details(command: &CommandExecutionItem) -> ItemDetails {
         status: match command.status {
             CommandExecutionStatus::InProgress => CommandStatus::InProgress,
             CommandExecutionStatus::Completed => CommandStatus::Completed,
-            CommandExecutionStatus::Failed => CommandStatus::Failed,
-            CommandExecutionStatus::Declined => CommandStatus::Declined,
+            CommandExecutionStatus::Failed | CommandExecutionStatus::Declined => {
+                CommandStatus::Failed
+            }
         },
     }
 }
@@ -399,9 +404,12 @@ fn patch_details(patch: &FileChangeItem) -> ItemDetails {
             })
             .collect(),
         status: match patch.status {
-            PatchApplyStatus::InProgress => PatchStatus::InProgress,
             PatchApplyStatus::Completed => PatchStatus::Completed,
-            PatchApplyStatus::Failed | PatchApplyStatus::Declined => PatchStatus::Failed,
+            // Only completed patches are shown; one still open when the turn stops is
+            // completed as failed by the engine.
+            PatchApplyStatus::InProgress
+            | PatchApplyStatus::Failed
+            | PatchApplyStatus::Declined => PatchStatus::Failed,
         },
     }
 }
@@ -496,8 +504,7 @@ mod tests {
             out,
             [
                 json!({"type": "item.started", "item": {"id": "item_0", "type": "command_execution",
-                    "command": "ls -la", "aggregated_output": "", "exit_code": null,
-                    "status": "in_progress"}}),
+                    "command": "ls -la", "aggregated_output": "", "status": "in_progress"}}),
                 json!({"type": "item.completed", "item": {"id": "item_0", "type": "command_execution",
                     "command": "ls -la", "aggregated_output": "a\n", "exit_code": 2,
                     "status": "failed"}}),
@@ -596,6 +603,76 @@ mod tests {
             [
                 json!({"type": "error", "message": "boom"}),
                 json!({"type": "turn.failed", "error": {"message": "boom"}}),
+            ]
+        );
+    }
+
+    #[test]
+    fn what_the_sdk_types_lack_is_spelled_as_they_have_it() {
+        use deputy_protocol::{TurnAbortedEvent, WarningEvent};
+        let patch = |status| {
+            ThreadItem::FileChange(FileChangeItem {
+                id: "engine-patch".into(),
+                call_id: "call".into(),
+                changes: [(
+                    std::path::PathBuf::from("/w/a.txt"),
+                    FileChange::Add {
+                        content: "a\n".into(),
+                    },
+                )]
+                .into(),
+                status,
+                started: false,
+                auto_approved: false,
+                stdout: String::new(),
+                stderr: String::new(),
+            })
+        };
+        let mut mapper = JsonlMapper::default();
+        let thread_warning = ThreadEvent {
+            turn_id: None,
+            ..event(ThreadEventMsg::Warning(WarningEvent {
+                message: "unknown config key `x`".into(),
+            }))
+        };
+        let mut out: Vec<Value> = mapper
+            .map(&thread_warning)
+            .into_iter()
+            .map(|line| serde_json::to_value(line).unwrap())
+            .collect();
+        out.extend(lines(
+            &mut mapper,
+            vec![
+                ThreadEventMsg::ItemCompleted(ItemEvent {
+                    item: command(CommandExecutionStatus::Declined, false, None),
+                }),
+                ThreadEventMsg::ItemStarted(ItemEvent {
+                    item: patch(PatchApplyStatus::InProgress),
+                }),
+                ThreadEventMsg::ItemUpdated(ItemEvent {
+                    item: patch(PatchApplyStatus::InProgress),
+                }),
+                ThreadEventMsg::ItemCompleted(ItemEvent {
+                    item: patch(PatchApplyStatus::Declined),
+                }),
+                ThreadEventMsg::Warning(WarningEvent {
+                    message: "patch not approved".into(),
+                }),
+                ThreadEventMsg::TurnAborted(TurnAbortedEvent {
+                    turn_id: "turn".into(),
+                    reason: TurnAbortReason::Interrupted,
+                }),
+            ],
+        ));
+        assert_eq!(
+            out,
+            [
+                json!({"type": "item.completed", "item": {"id": "item_0", "type": "command_execution",
+                    "command": "ls -la", "aggregated_output": "", "status": "failed"}}),
+                json!({"type": "item.completed", "item": {"id": "item_1", "type": "file_change",
+                    "changes": [{"path": "/w/a.txt", "kind": "add"}], "status": "failed"}}),
+                json!({"type": "item.completed", "item": {"id": "item_2", "type": "error",
+                    "message": "patch not approved"}}),
             ]
         );
     }

@@ -20,18 +20,23 @@ mod spinner;
 
 use std::future::Future;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anstream::ColorChoice;
+use anyhow::Context as _;
 use deputy_core::approval::Answer;
 use deputy_core::config::Config;
 use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
-use deputy_core::{Thread, ThreadManager};
-use deputy_protocol::{InputItem, Op, ThreadEvent, legacy_events};
+use deputy_core::{Thread, ThreadManager, TurnInput};
+use deputy_protocol::{
+    AskForApproval, InputItem, Op, SandboxMode, ThreadEvent, ThreadEventMsg, TurnOverrides,
+    legacy_events,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonl::JsonlMapper;
@@ -55,39 +60,18 @@ pub enum OutputMode {
 }
 
 /// What `deputy exec` was asked to do.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ExecOptions {
     /// The task.
     pub prompt: String,
+    /// Image files sent with the task (`--image`).
+    pub images: Vec<PathBuf>,
+    /// The JSON Schema the final answer must follow (`--output-schema`).
+    pub output_schema: Option<serde_json::Value>,
+    /// Where the final answer is also written (`--output-last-message`).
+    pub last_message_file: Option<PathBuf>,
     /// What to print.
     pub output: OutputMode,
-}
-
-/// Checks that the model provider's API key is there before anything is created, and
-/// says how to provide one (or do without) when it is not.
-pub fn check_api_key(config: &Config) -> anyhow::Result<()> {
-    let provider = &config.model_provider;
-    if provider.api_key().is_ok() {
-        return Ok(());
-    }
-    let var = provider.env_key.as_deref().unwrap_or_default();
-    let config_path = config.deputy_home.join("config.toml");
-    anyhow::bail!(
-        "no API key: model provider `{id}` reads it from the environment variable {var}, which is not set (or empty).\n\
-         Either set it:\n\
-         \n    export {var}=...\n\n\
-         or use a model server that needs no key, with a [model_providers] entry in {path}, \
-         for example a local Ollama:\n\
-         \n    model = \"qwen2.5-coder\"\
-         \n    model_provider = \"ollama\"\
-         \n\
-         \n    [model_providers.ollama]\
-         \n    name = \"Ollama\"\
-         \n    base_url = \"http://localhost:11434/v1\"\
-         \n    wire_api = \"chat\"",
-        id = config.model_provider_id,
-        path = config_path.display(),
-    )
 }
 
 /// Runs one turn on a new thread and returns the process exit code: 0 when the turn
@@ -99,7 +83,7 @@ pub async fn run_exec(
     options: ExecOptions,
     stop: impl Future<Output = i32>,
 ) -> anyhow::Result<i32> {
-    check_api_key(&config)?;
+    config.check_api_key()?;
     let thread = manager.start_thread(config)?;
     // From the start of the log: `session_configured` and any configuration warnings.
     run_turn_on(thread, Some(0), options, stop).await
@@ -114,9 +98,9 @@ pub async fn run_turn_on(
     options: ExecOptions,
     stop: impl Future<Output = i32>,
 ) -> anyhow::Result<i32> {
-    if let Err(err) = check_api_key(&thread.config()) {
+    if let Err(err) = thread.config().check_api_key() {
         close(&thread).await;
-        return Err(err);
+        return Err(err.into());
     }
     let spinner = match options.output {
         OutputMode::Human => Spinner::for_stderr(),
@@ -124,14 +108,28 @@ pub async fn run_turn_on(
     };
     let mut out = Output::new(options.output, spinner.clone());
     let cancel = CancellationToken::new();
+    // Images first, then the words about them, as Codex sends them.
+    let mut items: Vec<InputItem> = options
+        .images
+        .into_iter()
+        .map(|path| InputItem::LocalImage { path })
+        .collect();
+    items.push(InputItem::Text {
+        text: options.prompt,
+    });
     let request = TurnRequest {
         submission_id: "exec".to_string(),
-        items: vec![InputItem::Text {
-            text: options.prompt,
-        }],
+        input: TurnInput {
+            items,
+            overrides: unattended_overrides(&thread.config()),
+            output_schema: options.output_schema,
+        },
         replay_after,
     };
-    let approver = Arc::new(TerminalApprover { spinner });
+    let approver = Arc::new(TerminalApprover {
+        spinner,
+        cwd: thread.config().cwd.clone(),
+    });
     let (driven, signal) = {
         let mut driven = pin!(drive_turn(&thread, request, approver, &mut out, &cancel));
         tokio::select! {
@@ -150,20 +148,57 @@ pub async fn run_turn_on(
         None => None,
     };
     out.finish(outcome.as_ref());
+    let written = match (&options.last_message_file, &outcome) {
+        (Some(path), Some(TurnOutcome::Completed { last_agent_message })) => {
+            write_last_message(path, last_agent_message.as_deref().unwrap_or_default())
+        }
+        _ => Ok(()),
+    };
     close(&thread).await;
     if let Some(signal) = signal {
         let _ = writeln!(
             std::io::stderr(),
-            "deputy: stopped by {}",
-            signal_name(signal)
+            "deputy: stopped by {}; continue with `deputy exec resume {} PROMPT`",
+            signal_name(signal),
+            thread.id()
         );
         return Ok(128 + signal);
     }
+    written?;
     Ok(match outcome {
         Some(TurnOutcome::Completed { .. }) => 0,
         Some(TurnOutcome::Aborted(_)) => 130,
         Some(TurnOutcome::Failed(_) | TurnOutcome::ThreadStopped) | None => 1,
     })
+}
+
+/// With nobody at a terminal to answer, approval questions would all be refused. As
+/// Codex does, such a run uses approval policy `never` instead: commands stay in the
+/// sandbox and what would need approval is refused up front. Without a sandbox
+/// (`danger-full-access`) the questions stay, and are refused.
+fn unattended_overrides(config: &Config) -> Option<TurnOverrides> {
+    if approval_prompt::can_ask()
+        || config.approval_policy == AskForApproval::Never
+        || config.sandbox_mode == SandboxMode::DangerFullAccess
+    {
+        return None;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "deputy: no terminal to ask for approval on: running with approval policy `never` \
+         (commands stay in the {} sandbox; what needs approval is refused)",
+        config.sandbox_mode.as_str()
+    );
+    Some(TurnOverrides {
+        approval_policy: Some(AskForApproval::Never),
+        ..TurnOverrides::default()
+    })
+}
+
+/// Writes the final answer to `path` (`--output-last-message`).
+fn write_last_message(path: &Path, message: &str) -> anyhow::Result<()> {
+    std::fs::write(path, message)
+        .with_context(|| format!("writing the last message to {}", path.display()))
 }
 
 /// Shuts the thread down and waits until its rollout is closed.
@@ -185,6 +220,8 @@ fn signal_name(signal: i32) -> String {
 /// spinner out of the way while a question is open.
 struct TerminalApprover {
     spinner: Spinner,
+    /// The session's working directory: paths under it are shown relative to it.
+    cwd: PathBuf,
 }
 
 impl Approver for TerminalApprover {
@@ -192,11 +229,12 @@ impl Approver for TerminalApprover {
         // The question owns its request: it outlives this call, not the approver.
         let kind = request.kind;
         let spinner = self.spinner.clone();
+        let cwd = self.cwd.clone();
         async move {
             let _paused = spinner.pause();
             let (decision, reason) = match &kind {
                 ApprovalKind::Exec(req) => approval_prompt::ask_exec(req).await,
-                ApprovalKind::Patch(req) => approval_prompt::ask_patch(req).await,
+                ApprovalKind::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
             };
             Answer { decision, reason }
         }
@@ -230,6 +268,13 @@ impl TurnObserver for Output {
                 }
             }
             OutputMode::Json => {
+                // The configuration's warnings are the user's to read, not error items a
+                // client reading the stream takes for failures.
+                if let ThreadEventMsg::Warning(warning) = &event.msg
+                    && event.turn_id.is_none()
+                {
+                    let _ = writeln!(std::io::stderr(), "deputy: warning: {}", warning.message);
+                }
                 for line in self.jsonl.map(event) {
                     print_json_line(&line);
                 }

@@ -3,14 +3,15 @@
 //! with its files and line counts (and its error when it fails), plan updates, and a
 //! spinner while deputy waits. The final answer is left to stdout.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anstyle::{AnsiColor, Style};
 use deputy_protocol::{
     CommandExecutionItem, CommandExecutionStatus, ContextCompactionStatus, FileChange,
-    FileChangeItem, PatchApplyStatus, PlanUpdateItem, StepStatus, ThreadEvent, ThreadEventMsg,
-    ThreadItem, TurnAbortReason,
+    FileChangeItem, PatchApplyStatus, PlanUpdateItem, ReviewDecision, SandboxMode, StepStatus,
+    ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 
 use crate::spinner::Spinner;
@@ -36,6 +37,12 @@ pub(crate) struct LiveView {
     spinner: Spinner,
     /// The session's working directory; paths under it are shown relative to it.
     cwd: Option<PathBuf>,
+    /// The session's sandbox mode, for the hint after a refused edit.
+    sandbox: Option<SandboxMode>,
+    /// How the user answered the questions about items, by item id.
+    answers: HashMap<String, ReviewDecision>,
+    /// Whether the hint about what lets deputy edit files was shown (it is shown once).
+    hinted: bool,
     /// The model's latest message, held back: if the turn ends with it, it is the
     /// answer, which goes to stdout only.
     pending_message: Option<String>,
@@ -48,6 +55,9 @@ impl LiveView {
         Self {
             spinner,
             cwd: None,
+            sandbox: None,
+            answers: HashMap::new(),
+            hinted: false,
             pending_message: None,
             total_tokens: None,
         }
@@ -59,6 +69,7 @@ impl LiveView {
         match &event.msg {
             ThreadEventMsg::SessionConfigured(c) => {
                 self.cwd = Some(c.cwd.clone());
+                self.sandbox = Some(c.sandbox_policy.mode());
                 let _ = writeln!(
                     out,
                     "{BOLD}deputy{BOLD:#}{DIM} · model {} ({}) · sandbox {} · approvals {} · {}{DIM:#}",
@@ -114,10 +125,13 @@ impl LiveView {
             }
             // Output is shown when a command ends; questions are asked by the approval
             // prompt; the diff is shown per patch; the thread's end adds nothing.
+            ThreadEventMsg::ApprovalResolved(resolved) => {
+                self.answers
+                    .insert(resolved.item_id.clone(), resolved.decision);
+            }
             ThreadEventMsg::CommandOutputDelta(_)
             | ThreadEventMsg::ExecApprovalRequest(_)
             | ThreadEventMsg::PatchApprovalRequest(_)
-            | ThreadEventMsg::ApprovalResolved(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete => {}
         }
@@ -186,7 +200,8 @@ impl LiveView {
             }
             ThreadItem::CommandExecution(command) => {
                 self.flush_message(out);
-                command_result(command, out);
+                let why_not = self.why_not(&command.id, &command.formatted_output);
+                command_result(command, &why_not, out);
             }
             ThreadItem::FileChange(patch) => {
                 self.flush_message(out);
@@ -221,7 +236,37 @@ impl LiveView {
         }
     }
 
-    fn patch_result(&self, patch: &FileChangeItem, out: &mut String) {
+    /// Why an item was not run or applied, in words for the user: how they answered its
+    /// question, or else deputy's own reason (`engine`; a user's "no" is told to the model
+    /// in words meant for it, which are not repeated here).
+    fn why_not(&self, item_id: &str, engine: &str) -> String {
+        match self.answers.get(item_id) {
+            Some(ReviewDecision::Denied) => "declined".to_string(),
+            Some(ReviewDecision::Abort) => "the turn was stopped".to_string(),
+            Some(ReviewDecision::TimedOut) => "no answer in time".to_string(),
+            Some(ReviewDecision::Approved | ReviewDecision::ApprovedForSession) | None => {
+                engine.to_string()
+            }
+        }
+    }
+
+    /// Once per run, after a refused edit: the setting that lets deputy make it.
+    fn edit_hint(&mut self, out: &mut String) {
+        let hint = match self.sandbox {
+            _ if self.hinted => return,
+            Some(SandboxMode::ReadOnly) => "the sandbox is read-only; `-s workspace-write` \
+                 (or `--full-auto`) lets deputy edit files in the working directory"
+                .to_string(),
+            Some(SandboxMode::WorkspaceWrite) => "deputy edits outside the working directory \
+                 only with your approval, or in a directory given with `--add-dir DIR`"
+                .to_string(),
+            Some(SandboxMode::DangerFullAccess) | None => return,
+        };
+        self.hinted = true;
+        let _ = writeln!(out, "{CYAN}hint:{CYAN:#} {hint}");
+    }
+
+    fn patch_result(&mut self, patch: &FileChangeItem, out: &mut String) {
         for (path, change) in &patch.changes {
             let (tag, colour, added, removed) = match change {
                 FileChange::Add { content } => ("A", GREEN, content.lines().count(), 0),
@@ -246,14 +291,18 @@ impl LiveView {
                 self.shown(path).display()
             );
         }
-        let indent = if patch.changes.is_empty() { "" } else { "  " };
+        let (indent, label) = if patch.changes.is_empty() {
+            ("", "patch not applied")
+        } else {
+            ("  ", "not applied")
+        };
         match patch.status {
             PatchApplyStatus::Completed | PatchApplyStatus::InProgress => {}
-            PatchApplyStatus::Failed => {
-                labelled(out, indent, RED, "patch failed", &patch.stderr);
-            }
+            PatchApplyStatus::Failed => labelled(out, indent, RED, label, &patch.stderr),
             PatchApplyStatus::Declined => {
-                labelled(out, indent, YELLOW, "patch declined", &patch.stderr);
+                let why = self.why_not(&patch.id, &patch.stderr);
+                labelled(out, indent, YELLOW, label, &why);
+                self.edit_hint(out);
             }
         }
     }
@@ -268,8 +317,9 @@ impl LiveView {
     }
 }
 
-/// A finished command: its status line, and the tail of its output when it failed.
-fn command_result(command: &CommandExecutionItem, out: &mut String) {
+/// A finished command: its status line, and the tail of its output when it failed;
+/// `why_not` says why it was not run when it was declined.
+fn command_result(command: &CommandExecutionItem, why_not: &str, out: &mut String) {
     if !command.started {
         // Never ran (declined, refused, cut short while waiting): it has no `$` line yet.
         let _ = writeln!(out, "{BOLD}$ {}{BOLD:#}", command_line(&command.command));
@@ -292,7 +342,7 @@ fn command_result(command: &CommandExecutionItem, out: &mut String) {
             output_tail(&command.aggregated_output, out);
         }
         (CommandExecutionStatus::Declined, _) => {
-            labelled(out, "  ", YELLOW, "declined", &command.formatted_output);
+            labelled(out, "  ", YELLOW, "not run", why_not);
         }
         (CommandExecutionStatus::InProgress, _) => {}
     }
@@ -466,7 +516,7 @@ mod tests {
                     "Failed to find expected lines in x.rs:\n-missing"
                 )
             ),
-            "patch failed: Failed to find expected lines in x.rs:\n  -missing\n"
+            "patch not applied: Failed to find expected lines in x.rs:\n  -missing\n"
         );
     }
 
@@ -508,5 +558,64 @@ mod tests {
             }),
         );
         assert_eq!(end, "tokens used: 42\n");
+    }
+
+    #[test]
+    fn a_declined_patch_is_not_applied_in_the_users_words_with_the_hint_once() {
+        use deputy_protocol::{ApprovalResolvedEvent, SandboxPolicy, SessionConfiguredEvent};
+        let mut view = LiveView::new(Spinner::default());
+        let configured: SessionConfiguredEvent = serde_json::from_value(serde_json::json!({
+            "session_id": "t", "model": "m", "model_provider_id": "p",
+            "approval_policy": "on-request",
+            "sandbox_policy": SandboxPolicy::ReadOnly { network_access: false },
+            "cwd": "/w", "history_log_id": 0, "history_entry_count": 0,
+            "rollout_path": "/r.jsonl"
+        }))
+        .unwrap();
+        plain(&mut view, ThreadEventMsg::SessionConfigured(configured));
+        let model_text = "The user declined this patch; nothing was changed. Do not retry it.";
+        let declined = |id: &str| {
+            completed(ThreadItem::FileChange(FileChangeItem {
+                id: id.into(),
+                call_id: "call".into(),
+                changes: BTreeMap::from([(
+                    PathBuf::from("/w/hello.py"),
+                    FileChange::Add {
+                        content: "print()\n".into(),
+                    },
+                )]),
+                status: PatchApplyStatus::Declined,
+                started: false,
+                auto_approved: false,
+                stdout: String::new(),
+                stderr: model_text.into(),
+            }))
+        };
+        for id in ["p1", "p2"] {
+            plain(
+                &mut view,
+                ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
+                    item_id: id.into(),
+                    call_id: "call".into(),
+                    decision: ReviewDecision::Denied,
+                }),
+            );
+        }
+        assert_eq!(
+            plain(&mut view, declined("p1")),
+            "patch A hello.py (+1 −0)\n  not applied: declined\n\
+             hint: the sandbox is read-only; `-s workspace-write` (or `--full-auto`) lets \
+             deputy edit files in the working directory\n"
+        );
+        assert_eq!(
+            plain(&mut view, declined("p2")),
+            "patch A hello.py (+1 −0)\n  not applied: declined\n"
+        );
+        // Refused by the policy, without a question: deputy's reason.
+        let refused = plain(&mut view, declined("p3"));
+        assert!(
+            refused.contains(&format!("not applied: {model_text}")),
+            "{refused}"
+        );
     }
 }

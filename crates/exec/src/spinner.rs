@@ -102,14 +102,18 @@ impl State {
         let Some((label, since)) = &self.activity else {
             return;
         };
-        let message = format!("{label} · {}s", since.elapsed().as_secs());
+        let columns = console::Term::stderr().size().1;
+        let message = fit(
+            &format!("{label} · {}s", since.elapsed().as_secs()),
+            columns,
+        );
         match &self.bar {
             Some(bar) => {
                 bar.set_message(message);
                 bar.tick();
             }
             None => {
-                let style = ProgressStyle::with_template("{spinner:.cyan} {wide_msg}")
+                let style = ProgressStyle::with_template("{spinner:.cyan} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner());
                 let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
                     .with_style(style)
@@ -127,6 +131,19 @@ impl State {
     }
 }
 
+/// `message` cut to leave the spinner's line a few columns short of the terminal's
+/// width: a `^C` the terminal echoes after it then stays on the same line, which is
+/// cleared whole, instead of wrapping it into two lines of which only one is cleared.
+fn fit(message: &str, columns: u16) -> String {
+    // The spinner and its space, and room for the echoed `^C`.
+    let room = usize::from(columns).saturating_sub(2 + 4).max(1);
+    if message.chars().count() <= room {
+        return message.to_string();
+    }
+    let kept: String = message.chars().take(room.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
 /// Keeps the spinner hidden while it lives.
 pub(crate) struct Paused {
     spinner: Spinner,
@@ -137,5 +154,20 @@ impl Drop for Paused {
         let mut state = self.spinner.lock();
         state.questions = state.questions.saturating_sub(1);
         state.redraw();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_stays_short_of_the_terminal_width() {
+        assert_eq!(fit("thinking · 3s", 80), "thinking · 3s");
+        let long = "running cargo test --workspace --all-features -- --nocapture · 12s";
+        let fitted = fit(long, 40);
+        assert_eq!(fitted.chars().count(), 34);
+        assert!(fitted.ends_with('…'), "{fitted}");
+        assert_eq!(fit(long, 0), "…");
     }
 }

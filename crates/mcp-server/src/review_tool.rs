@@ -154,7 +154,7 @@ pub(crate) async fn call_review(
         // From the start of the log: `session_configured` and any configuration warnings.
         replay_after: Some(0),
     };
-    let mut observer = McpTurn::new(call);
+    let mut observer = McpTurn::new(call, thread.config().progress_interval);
     let driven = drive_review(&thread, request, &mut observer, &call.cancelled).await;
     review_result(thread.id(), driven)
 }

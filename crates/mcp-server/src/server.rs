@@ -76,6 +76,10 @@ impl DeputyServer {
                 return tool_result(None, format!("Failed to load configuration: {err}"), true);
             }
         };
+        // Refused before a session exists, in the words `deputy exec` uses.
+        if let Err(err) = config.check_api_key() {
+            return tool_result(None, err.to_string(), true);
+        }
         let thread = match self.manager.start_thread(config) {
             Ok(thread) => thread,
             Err(err) => return tool_result(None, format!("Failed to start session: {err}"), true),

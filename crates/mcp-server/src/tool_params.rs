@@ -228,6 +228,7 @@ impl CodexToolCallParam {
             developer_instructions: self.developer_instructions.clone(),
             compact_prompt: self.compact_prompt.clone(),
             include_plan_tool: self.include_plan_tool,
+            ..ConfigOverrides::default()
         };
     }
 }

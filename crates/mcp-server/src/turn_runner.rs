@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use deputy_core::Thread;
 use deputy_core::approval::Answer;
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
+use deputy_core::{Thread, TurnInput};
 use deputy_protocol::{Event, FileChange, InputItem, ReviewDecision, ThreadEvent, legacy_events};
 use rmcp::model::{
     CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
@@ -28,9 +28,6 @@ use crate::wire::{
     self, ApprovalDetails, ApprovalElicitation, ApprovalElicitationParams, ApprovalReply,
     CodexEvent, CodexEventParams, EventMeta,
 };
-
-/// How often a running turn reports progress when nothing else happens.
-const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 
 /// One `tools/call` being served.
 pub(crate) struct CallContext {
@@ -114,7 +111,7 @@ pub(crate) async fn run_turn(
     replay_after: Option<u64>,
 ) -> CallToolResult {
     let thread_id = thread.id().to_string();
-    let mut observer = McpTurn::new(call);
+    let mut observer = McpTurn::new(call, thread.config().progress_interval);
     let approver = Arc::new(ElicitationApprover::new(
         call.peer.clone(),
         call.request_id_string(),
@@ -122,7 +119,10 @@ pub(crate) async fn run_turn(
     ));
     let request = TurnRequest {
         submission_id: call.request_id_string(),
-        items: vec![InputItem::Text { text: prompt }],
+        input: TurnInput {
+            items: vec![InputItem::Text { text: prompt }],
+            ..TurnInput::default()
+        },
         replay_after,
     };
     let driven = drive_turn(thread, request, approver, &mut observer, &call.cancelled).await;
@@ -152,8 +152,9 @@ pub(crate) struct McpTurn<'a> {
 }
 
 impl<'a> McpTurn<'a> {
-    /// The view of `call`: progress on its token, if it has one.
-    pub(crate) fn new(call: &'a CallContext) -> Self {
+    /// The view of `call`: progress on its token, if it has one, at least every
+    /// `heartbeat` while the turn runs (`progress_interval_ms`).
+    pub(crate) fn new(call: &'a CallContext, heartbeat: Duration) -> Self {
         Self {
             call,
             progress: ProgressReporter::new(
@@ -161,10 +162,7 @@ impl<'a> McpTurn<'a> {
                 call.progress_token.clone(),
                 call.client_gone.clone(),
             ),
-            ticker: tokio::time::interval_at(
-                tokio::time::Instant::now() + PROGRESS_INTERVAL,
-                PROGRESS_INTERVAL,
-            ),
+            ticker: tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat),
         }
     }
 }

@@ -89,6 +89,7 @@ impl ResponseItem {
                         ContentItem::InputText { text } | ContentItem::OutputText { text } => {
                             text.as_str()
                         }
+                        ContentItem::InputImage { .. } => "",
                     })
                     .collect(),
             ),
@@ -110,6 +111,11 @@ pub enum ContentItem {
     OutputText {
         /// The text.
         text: String,
+    },
+    /// An image the user gave, as a URL (a `data:` URL for a local file).
+    InputImage {
+        /// The image's URL.
+        image_url: String,
     },
 }
 

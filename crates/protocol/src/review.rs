@@ -132,7 +132,26 @@ pub struct ExitedReviewModeEvent {
     pub review_output: Option<ReviewOutputEvent>,
 }
 
+/// How the explanation of a review that had no change to look at begins.
+const NOTHING_TO_REVIEW: &str = "Nothing to review: ";
+
 impl ReviewOutputEvent {
+    /// The result of a review whose target holds no change (`what` says which), given
+    /// without asking the model.
+    pub fn nothing_to_review(what: &str) -> Self {
+        Self {
+            findings: Vec::new(),
+            overall_correctness: "patch is correct".to_string(),
+            overall_explanation: format!("{NOTHING_TO_REVIEW}no diff for {what}."),
+            overall_confidence_score: 1.0,
+        }
+    }
+
+    /// Whether this is [`ReviewOutputEvent::nothing_to_review`]'s result.
+    pub fn is_nothing_to_review(&self) -> bool {
+        self.findings.is_empty() && self.overall_explanation.starts_with(NOTHING_TO_REVIEW)
+    }
+
     /// The findings as Markdown: the verdict and explanation, then each finding by
     /// priority with its `file:line` location.
     pub fn to_markdown(&self) -> String {

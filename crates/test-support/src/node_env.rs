@@ -1,8 +1,11 @@
-//! Node with the official MCP TypeScript SDK, for interoperability tests.
+//! Node with the official MCP TypeScript SDK and OpenAI's Codex TypeScript SDK
+//! (`@openai/codex-sdk`), for interoperability tests.
 //!
-//! The SDK and everything it depends on are pinned by `node/package-lock.json` and
+//! Both SDKs and everything they depend on are pinned by `node/package-lock.json` and
 //! installed with `npm ci` into `<workspace>/target/test-node` the first time a test
-//! asks; later runs find them there.
+//! asks; later runs find them there. Optional dependencies are left out: the Codex SDK's
+//! only ones are Codex's own native binaries, which the tests replace with deputy
+//! (`codexPathOverride`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,25 +17,37 @@ use crate::tool_setup::{lock_exclusive, run, workspace_root};
 /// The MCP TypeScript SDK release the interoperability tests are written against.
 pub const MCP_TS_SDK_VERSION: &str = "1.32.2";
 
+/// The `@openai/codex-sdk` release the `deputy exec` interoperability tests are written against.
+pub const CODEX_TS_SDK_VERSION: &str = "0.163.0";
+
 /// The manifest and lockfile installed, kept beside this crate's sources.
 const PACKAGE_JSON: &str = include_str!("../node/package.json");
 const PACKAGE_LOCK: &str = include_str!("../node/package-lock.json");
 
-/// Where the SDK's `package.json` lands inside the installation.
-const SDK_MANIFEST: &str = "node_modules/@modelcontextprotocol/sdk/package.json";
+/// Where each SDK's `package.json` lands inside the installation, with its version.
+const SDK_MANIFESTS: [(&str, &str); 2] = [
+    (
+        "node_modules/@modelcontextprotocol/sdk/package.json",
+        MCP_TS_SDK_VERSION,
+    ),
+    (
+        "node_modules/@openai/codex-sdk/package.json",
+        CODEX_TS_SDK_VERSION,
+    ),
+];
 
 /// A copy of the lockfile written once `npm ci` succeeded with it: an installation
 /// cut short never passes for a finished one.
 const INSTALLED_MARKER: &str = "installed-package-lock.json";
 
-/// A directory holding the MCP TypeScript SDK, where client scripts run.
+/// A directory holding the TypeScript SDKs, where client scripts run.
 #[derive(Debug, Clone)]
 pub struct NodeMcpSdk {
     dir: PathBuf,
 }
 
 impl NodeMcpSdk {
-    /// `<workspace>/target/test-node`, installing the SDK there if needed.
+    /// `<workspace>/target/test-node`, installing the SDKs there if needed.
     ///
     /// Safe to call from many test threads and processes at once: installation happens
     /// under an exclusive lock on `target/test-node.lock`, and an installation of the
@@ -64,7 +79,13 @@ impl NodeMcpSdk {
         }
         let mut install = Command::new("npm");
         install
-            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .args([
+                "ci",
+                "--omit=optional",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+            ])
             .current_dir(&sdk.dir);
         run(install, "npm ci")?;
         let marker = sdk.dir.join(INSTALLED_MARKER);
@@ -74,7 +95,8 @@ impl NodeMcpSdk {
             Ok(sdk)
         } else {
             Err(format!(
-                "{} does not hold @modelcontextprotocol/sdk {MCP_TS_SDK_VERSION} even after npm ci",
+                "{} does not hold @modelcontextprotocol/sdk {MCP_TS_SDK_VERSION} and \
+                 @openai/codex-sdk {CODEX_TS_SDK_VERSION} even after npm ci",
                 sdk.dir.display()
             ))
         }
@@ -110,15 +132,20 @@ impl NodeMcpSdk {
         Ok(placed)
     }
 
-    /// Whether the pinned lockfile is installed and the SDK is there.
+    /// Whether the pinned lockfile is installed and both SDKs are there.
     fn is_installed(&self) -> bool {
         let lock_matches = fs::read_to_string(self.dir.join(INSTALLED_MARKER))
             .is_ok_and(|installed| installed == PACKAGE_LOCK);
-        let version = fs::read_to_string(self.dir.join(SDK_MANIFEST))
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-            .and_then(|manifest| manifest["version"].as_str().map(str::to_string));
-        lock_matches && version.as_deref() == Some(MCP_TS_SDK_VERSION)
+        let version = |manifest: &str| {
+            fs::read_to_string(self.dir.join(manifest))
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+                .and_then(|manifest| manifest["version"].as_str().map(str::to_string))
+        };
+        lock_matches
+            && SDK_MANIFESTS
+                .iter()
+                .all(|(manifest, wanted)| version(manifest).as_deref() == Some(*wanted))
     }
 }
 
@@ -129,14 +156,16 @@ mod tests {
     #[test]
     fn the_manifest_pins_the_version_the_tests_are_written_against() {
         let manifest: serde_json::Value = serde_json::from_str(PACKAGE_JSON).unwrap();
-        assert_eq!(
-            manifest["dependencies"]["@modelcontextprotocol/sdk"],
-            MCP_TS_SDK_VERSION
-        );
         let lock: serde_json::Value = serde_json::from_str(PACKAGE_LOCK).unwrap();
-        assert_eq!(
-            lock["packages"]["node_modules/@modelcontextprotocol/sdk"]["version"],
-            MCP_TS_SDK_VERSION
-        );
+        for (package, version) in [
+            ("@modelcontextprotocol/sdk", MCP_TS_SDK_VERSION),
+            ("@openai/codex-sdk", CODEX_TS_SDK_VERSION),
+        ] {
+            assert_eq!(manifest["dependencies"][package], version);
+            assert_eq!(
+                lock["packages"][format!("node_modules/{package}")]["version"],
+                version
+            );
+        }
     }
 }

@@ -8,13 +8,23 @@ use super::DEPUTY;
 
 /// Runs argv[1:] with a pseudo-terminal as stdin and stderr, copies the terminal
 /// transcript to stderr and the child's stdout to stdout, and exits with the child's
-/// code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once that text has appeared.
+/// code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once that text has appeared. With
+/// `PTY_PIPED_STDIN` set, stdin is a pipe carrying that text instead, and the terminal
+/// is the child's controlling terminal (`echo task | deputy exec` typed in a terminal).
 const PTY_DRIVER: &str = r#"
-import os, pty, select, subprocess, sys, time
+import fcntl, os, pty, select, subprocess, sys, termios, time
 wait_for = os.environ.get("PTY_WAIT_FOR", "").encode()
 typed = os.environ.get("PTY_INPUT", "").encode()
+piped = os.environ.get("PTY_PIPED_STDIN")
 master, slave = pty.openpty()
-child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+if piped is None:
+    child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+else:
+    child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stderr=slave,
+                             stdout=subprocess.PIPE, start_new_session=True,
+                             preexec_fn=lambda: fcntl.ioctl(2, termios.TIOCSCTTY, 0))
+    child.stdin.write(piped.encode())
+    child.stdin.close()
 os.close(slave)
 transcript, sent, deadline = b"", False, time.time() + 60
 while time.time() < deadline:
@@ -69,5 +79,19 @@ pub fn exec_on_terminal(home: &TestHome, args: &[&str], wait_for: &str, input: &
         .env("PTY_WAIT_FOR", wait_for)
         .env("PTY_INPUT", input)
         .stdin(Stdio::null());
+    command
+}
+
+/// Like [`exec_on_terminal`], with the task piped to stdin (`echo TASK | deputy exec ARGS`)
+/// and the terminal only the controlling one, where questions must be asked.
+pub fn exec_with_piped_task(
+    home: &TestHome,
+    task: &str,
+    args: &[&str],
+    wait_for: &str,
+    input: &str,
+) -> Command {
+    let mut command = exec_on_terminal(home, args, wait_for, input);
+    command.env("PTY_PIPED_STDIN", task);
     command
 }

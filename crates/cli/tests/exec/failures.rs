@@ -239,6 +239,37 @@ fn missing_workdir_is_reported_as_such_to_the_model() {
 }
 
 #[test]
+fn without_a_terminal_a_sandboxed_run_uses_approval_policy_never_as_codex_does() {
+    let server = MockModelServer::start();
+    server.push_all([
+        MockResponse::function_call_turn(
+            "call-touch",
+            "shell",
+            json!({"command": ["touch", "created.txt"]}),
+        ),
+        MockResponse::text_turn("Created."),
+    ]);
+    let home = home_for(&server);
+
+    let run = exec(
+        &home,
+        &["-a", "untrusted", "-s", "workspace-write", "touch a file"],
+    );
+
+    run.assert_code(0);
+    // Nobody to ask: the command ran, confined, instead of being refused.
+    assert!(home.workspace().join("created.txt").exists(), "{run:?}");
+    assert_eq!(
+        run.stderr
+            .matches("no terminal to ask for approval on: running with approval policy `never`")
+            .count(),
+        1,
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn without_a_terminal_approval_is_denied_and_the_model_is_told_why() {
     let server = MockModelServer::start();
     server.push_all([
@@ -255,7 +286,14 @@ fn without_a_terminal_approval_is_denied_and_the_model_is_told_why() {
 
     run.assert_code(0);
     assert!(!home.workspace().join("created.txt").exists());
-    assert!(run.stderr.contains("approval needed"), "{}", run.stderr);
+    // Said once (the warning), not again by the question and the command's line.
+    assert_eq!(
+        run.stderr.matches("no terminal").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("not run: declined"), "{}", run.stderr);
     let requests = all_requests(&server, 2);
     let output = output_for(&requests[1], "call-touch");
     assert!(output.contains("not run"), "{output}");

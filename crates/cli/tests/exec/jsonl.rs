@@ -82,9 +82,14 @@ fn a_patch_command_and_answer_turn_prints_codex_exec_jsonl_field_for_field() {
         json!({"id": "item_1", "type": "file_change",
                "changes": [{"path": hello, "kind": "add"}], "status": status})
     };
-    let command = |output: &str, exit_code: Value, status: &str| {
-        json!({"id": "item_2", "type": "command_execution", "command": "python3 hello.py",
-               "aggregated_output": output, "exit_code": exit_code, "status": status})
+    let command = |output: &str, exit_code: Option<i32>, status: &str| {
+        let mut item = json!({"id": "item_2", "type": "command_execution",
+            "command": "python3 hello.py", "aggregated_output": output, "status": status});
+        // As the SDK's types have it: no exit code until there is one.
+        if let Some(code) = exit_code {
+            item["exit_code"] = json!(code);
+        }
+        item
     };
     assert_eq!(
         lines,
@@ -93,11 +98,11 @@ fn a_patch_command_and_answer_turn_prints_codex_exec_jsonl_field_for_field() {
             json!({"type": "turn.started"}),
             json!({"type": "item.completed", "item":
                 {"id": "item_0", "type": "reasoning", "text": "Writing the script first."}}),
-            json!({"type": "item.started", "item": patch("in_progress")}),
+            // A patch is shown once it applied or failed, as the SDK's `file_change` is.
             json!({"type": "item.completed", "item": patch("completed")}),
-            json!({"type": "item.started", "item": command("", Value::Null, "in_progress")}),
+            json!({"type": "item.started", "item": command("", None, "in_progress")}),
             json!({"type": "item.completed", "item":
-                command("hello from deputy\n", json!(0), "completed")}),
+                command("hello from deputy\n", Some(0), "completed")}),
             json!({"type": "item.completed", "item":
                 {"id": "item_3", "type": "agent_message", "text": "hello.py prints a greeting."}}),
             json!({"type": "turn.completed", "usage": {"input_tokens": 600,
@@ -193,4 +198,51 @@ fn a_model_error_is_an_error_line_then_turn_failed() {
     let message = tail[1]["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("model `nope` does not exist"), "{message}");
     assert_eq!(tail[0]["message"], tail[1]["error"]["message"]);
+}
+
+#[test]
+fn config_keys_a_client_writes_are_noted_once_on_stderr_never_as_error_items() {
+    let server = MockModelServer::start();
+    server.push(MockResponse::text_turn("Fine."));
+    let home = home_for(&server);
+
+    let run = exec(
+        &home,
+        &[
+            "--json",
+            "-c",
+            "web_search=\"live\"",
+            "-c",
+            "model_verbosity=\"low\"",
+            "-c",
+            "model_reasoning_effort=\"minimal\"",
+            "-c",
+            "aproval_policy=\"never\"",
+            "hello",
+        ],
+    );
+
+    run.assert_code(0);
+    let lines = json_lines(&run.stdout);
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["type"] == "error" || l["item"]["type"] == "error"),
+        "{}",
+        run.stdout
+    );
+    for note in [
+        "`web_search = \"live\"`: deputy has no web search tool yet (ignored)",
+        "`model_verbosity` is a Codex setting deputy does not use (ignored)",
+        "unknown config key `aproval_policy` (ignored); did you mean `approval_policy`?",
+    ] {
+        assert_eq!(
+            run.stderr.matches(note).count(),
+            1,
+            "{note}: {}",
+            run.stderr
+        );
+    }
+    let requests = all_requests(&server, 1);
+    assert_eq!(requests[0].body["reasoning"], json!({"effort": "minimal"}));
 }

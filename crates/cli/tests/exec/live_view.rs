@@ -90,7 +90,7 @@ fn assert_failure_shown(text: &str) {
     assert!(text.contains("│ out-line-21\n"), "{text}");
     assert!(text.contains("│ out-line-30\n"), "{text}");
     assert!(!text.contains("out-line-20"), "only the tail: {text}");
-    assert!(text.contains("patch failed:"), "{text}");
+    assert!(text.contains("patch not applied:"), "{text}");
     assert!(text.contains("missing.txt"), "{text}");
 }
 

@@ -173,6 +173,29 @@ fn a_directory_outside_any_repository_fails_clearly() {
 }
 
 #[test]
+fn a_clean_tree_has_nothing_to_review_and_no_model_is_asked() {
+    let (server, home) = setup([]);
+    let ws = home.workspace();
+    // Back to the last commit: the staged file goes with the reset, the untracked by hand.
+    crate::git(&home, ws, &["reset", "-q", "--hard"]);
+    std::fs::remove_file(ws.join("new.rs")).unwrap();
+
+    let done = review(&home, &[]);
+
+    done.assert_code(0);
+    assert_eq!(
+        done.stdout,
+        "Nothing to review: no diff for the uncommitted changes (staged, unstaged and \
+         untracked files).\n"
+    );
+    let json = review(&home, &["--json"]);
+    json.assert_code(0);
+    let output: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(output["findings"], json!([]));
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
 fn an_unknown_branch_fails_clearly() {
     let (server, home) = setup([]);
     let done = review(&home, &["--base", "no-such-branch"]);

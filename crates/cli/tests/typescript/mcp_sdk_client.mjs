@@ -1,10 +1,12 @@
 // Drives `deputy mcp-server` with the official MCP TypeScript SDK through one
 // approval scenario and prints what it saw.
 //
-// Usage: node mcp_sdk_client.mjs <deputy binary> <approve|cancel>
-//   approve: a `codex` call whose command needs approval; the client accepts.
-//   cancel:  the same, but the client never answers: it cancels the tool call and
-//            waits for the server to withdraw the question.
+// Usage: node mcp_sdk_client.mjs <deputy binary> <approve|cancel|heartbeat>
+//   approve:   a `codex` call whose command needs approval; the client accepts.
+//   cancel:    the same, but the client never answers: it cancels the tool call and
+//              waits for the server to withdraw the question.
+//   heartbeat: a `codex` call whose command runs long, made with a 3 s request timeout
+//              that progress notifications restart (`resetTimeoutOnProgress`).
 // Environment: DEPUTY_HOME and HOME, passed on to the server explicitly (the SDK
 // gives the server a filtered environment). The server runs in the current directory.
 // Prints one JSON object on stdout; exits non-zero on any failure.
@@ -33,6 +35,15 @@ const CODEX_CALL = {
     "approval-policy": "untrusted",
     sandbox: "danger-full-access",
   },
+};
+
+/** The request timeout of the heartbeat scenario: far shorter than its command. */
+const HEARTBEAT_TIMEOUT_MS = 3_000;
+
+/** A `codex` call whose scripted command runs without asking. */
+const UNASKED_CALL = {
+  name: "codex",
+  arguments: { prompt: "run the long command", "approval-policy": "never" },
 };
 
 async function main(deputy, scenario) {
@@ -93,11 +104,19 @@ async function main(deputy, scenario) {
   };
 
   const seen = { scenario };
+  const progress = [];
+  const started = Date.now();
+  const options =
+    scenario === "heartbeat"
+      ? {
+          timeout: HEARTBEAT_TIMEOUT_MS,
+          resetTimeoutOnProgress: true,
+          onprogress: (p) => progress.push({ atMs: Date.now() - started, message: p.message }),
+        }
+      : { signal: toolCall.signal, timeout: WAIT_MS };
   try {
-    const result = await client.callTool(CODEX_CALL, undefined, {
-      signal: toolCall.signal,
-      timeout: WAIT_MS,
-    });
+    const call = scenario === "heartbeat" ? UNASKED_CALL : CODEX_CALL;
+    const result = await client.callTool(call, undefined, options);
     seen.callOutcome = "result";
     seen.isError = Boolean(result.isError);
     seen.text = result.content.filter((b) => b.type === "text").map((b) => b.text);
@@ -105,6 +124,8 @@ async function main(deputy, scenario) {
   } catch (err) {
     seen.callOutcome = toolCall.signal.aborted ? "cancelled" : `failed: ${err}`;
   }
+  seen.elapsedMs = Date.now() - started;
+  seen.progress = progress;
   if (scenario === "cancel") {
     seen.withdrawal = await within(withdrawal, "the open question was not withdrawn");
   }
@@ -119,8 +140,8 @@ async function main(deputy, scenario) {
 }
 
 const [deputy, scenario] = process.argv.slice(2);
-if (!deputy || !["approve", "cancel"].includes(scenario)) {
-  console.error("usage: mcp_sdk_client.mjs <deputy binary> <approve|cancel>");
+if (!deputy || !["approve", "cancel", "heartbeat"].includes(scenario)) {
+  console.error("usage: mcp_sdk_client.mjs <deputy binary> <approve|cancel|heartbeat>");
   process.exit(2);
 }
 main(deputy, scenario).then(

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, Prompt, ResponseEvent, says_context_too_long};
+use super::{ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, says_context_too_long};
 
 /// The JSON body of a `POST /chat/completions` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -36,6 +36,19 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
         body["tools"] = Value::Array(tools);
         body["tool_choice"] = json!("auto");
     }
+    if let Some(effort) = &prompt.reasoning_effort {
+        body["reasoning_effort"] = json!(effort);
+    }
+    if let Some(schema) = &prompt.output_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {
+                "name": OUTPUT_SCHEMA_NAME,
+                "schema": schema,
+                "strict": true,
+            }
+        });
+    }
     body
 }
 
@@ -47,11 +60,10 @@ fn messages(prompt: &Prompt) -> Vec<Value> {
     }
     for item in &prompt.input {
         match item {
-            ResponseItem::Message { role, .. } => {
+            ResponseItem::Message { role, content, .. } => {
                 // Most OpenAI-compatible local servers reject the `developer` role.
                 let role = if role == "developer" { "system" } else { role };
-                let text = item.message_text().unwrap_or_default();
-                messages.push(json!({ "role": role, "content": text }));
+                messages.push(json!({ "role": role, "content": message_content(item, content) }));
             }
             ResponseItem::FunctionCall {
                 name,
@@ -91,6 +103,27 @@ fn messages(prompt: &Prompt) -> Vec<Value> {
         }
     }
     messages
+}
+
+/// A message's content: its text, or text and image parts when it holds an image.
+fn message_content(item: &ResponseItem, content: &[ContentItem]) -> Value {
+    let has_image = content
+        .iter()
+        .any(|part| matches!(part, ContentItem::InputImage { .. }));
+    if !has_image {
+        return Value::String(item.message_text().unwrap_or_default());
+    }
+    content
+        .iter()
+        .map(|part| match part {
+            ContentItem::InputText { text } | ContentItem::OutputText { text } => {
+                json!({ "type": "text", "text": text })
+            }
+            ContentItem::InputImage { image_url } => {
+                json!({ "type": "image_url", "image_url": { "url": image_url } })
+            }
+        })
+        .collect()
 }
 
 /// Assembles streamed chat chunks into [`ResponseEvent`]s.

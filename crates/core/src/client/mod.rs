@@ -30,7 +30,14 @@ pub struct Prompt {
     pub input: Vec<ResponseItem>,
     /// Function tools offered to the model.
     pub tools: Vec<ToolSpec>,
+    /// A JSON Schema the answer must follow (strict structured output), when the turn has one.
+    pub output_schema: Option<serde_json::Value>,
+    /// How hard a reasoning model should think (`model_reasoning_effort`), when set.
+    pub reasoning_effort: Option<String>,
 }
+
+/// The name structured-output requests give the answer's schema, as Codex names it.
+pub const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
 
 /// A function tool as offered to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,8 +94,8 @@ pub enum ModelError {
         /// The provider's own error message, verbatim.
         message: String,
     },
-    /// The server could not be reached (after any retries).
-    #[error("could not reach the model server: {0}")]
+    /// The server could not be reached (after any retries): its URL and the innermost cause.
+    #[error("could not reach the model server at {0}")]
     Connect(String),
     /// The stream broke, stalled or ended before completion.
     #[error("model stream broke: {0}")]
@@ -109,6 +116,11 @@ impl ModelError {
     /// Whether the request was refused for being longer than the model's context window.
     pub fn is_context_window_exceeded(&self) -> bool {
         matches!(self, Self::ContextWindowExceeded(_))
+    }
+
+    /// Whether the server could not be reached at all.
+    pub fn is_connect(&self) -> bool {
+        matches!(self, Self::Connect(_))
     }
 }
 

@@ -127,7 +127,7 @@ impl ModelClient {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
                 return Err(Failure::Retryable(
-                    ModelError::Connect(describe(&error)),
+                    ModelError::Connect(format!("{}: {}", self.endpoint, root_cause(&error))),
                     None,
                 ));
             }
@@ -313,6 +313,21 @@ fn truncate(text: &str, max: usize) -> &str {
 }
 
 /// An error with its chain of causes, which is where reqwest keeps the useful part.
+/// The innermost cause of `error`, as the user can act on it ("Connection refused"),
+/// without the layers of request and connector context above it.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut root = error;
+    while let Some(cause) = root.source() {
+        root = cause;
+    }
+    let text = root.to_string();
+    // `(os error 111)` says nothing the words before it do not.
+    match text.rsplit_once(" (os error ") {
+        Some((words, code)) if code.ends_with(')') => words.to_string(),
+        _ => text,
+    }
+}
+
 pub(super) fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -164,6 +164,7 @@ fn provider(base_url: &str, wire_api: WireApi) -> ModelProviderInfo {
         name: "test".into(),
         base_url: base_url.into(),
         env_key: None,
+        preferred_env_key: None,
         wire_api,
         query_params: BTreeMap::new(),
         http_headers: BTreeMap::new(),
@@ -182,6 +183,8 @@ fn prompt(input: Vec<ResponseItem>) -> Prompt {
             description: "Runs a command.".into(),
             parameters: json!({"type": "object", "properties": {"command": {"type": "array"}}}),
         }],
+        output_schema: None,
+        reasoning_effort: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! merged as TOML tables and deserialized once, so every layer accepts the
 //! same keys with the same meaning.
 
+mod known_keys;
 mod model_list;
 mod overrides;
 mod provider;
@@ -34,6 +35,11 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 pub const DEFAULT_PROJECT_DOC_MAX_BYTES: usize = 32 * 1024;
 /// How long a thread may sit idle (no turn, nobody following it) before it is unloaded.
 pub const DEFAULT_THREAD_IDLE_UNLOAD: Duration = Duration::from_secs(30 * 60);
+/// How often a running MCP call reports progress when nothing else happens: often enough
+/// for a client whose request timeout restarts on progress to keep a 3 s timeout.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
+/// The shortest progress interval honoured (a zero interval would be a busy loop).
+const MIN_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// A config error a user can act on: which file, where, what.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +116,12 @@ struct ConfigToml {
     review_model: Option<String>,
     project_doc_max_bytes: Option<usize>,
     include_plan_tool: Option<bool>,
+    progress_interval_ms: Option<u64>,
+    // Codex keys with a meaning here (the built-in provider's endpoint, the effort a
+    // reasoning model spends, the hosted web search tool).
+    openai_base_url: Option<String>,
+    model_reasoning_effort: Option<String>,
+    web_search: Option<toml::Value>,
     #[serde(default)]
     sandbox_workspace_write: SandboxWorkspaceWrite,
     #[serde(default)]
@@ -142,6 +154,8 @@ pub struct ConfigOverrides {
     pub compact_prompt: Option<String>,
     /// Whether `update_plan` is offered.
     pub include_plan_tool: Option<bool>,
+    /// More writable roots for `workspace-write`, besides the configured ones (`--add-dir`).
+    pub additional_writable_roots: Vec<PathBuf>,
 }
 
 /// Fully resolved configuration of one thread.
@@ -155,6 +169,9 @@ pub struct Config {
     pub model_provider_id: String,
     /// The provider itself.
     pub model_provider: ModelProviderInfo,
+    /// Whether the provider is deputy's own (`openai`, `ollama`) rather than a
+    /// `[model_providers]` table of the configuration.
+    pub model_provider_built_in: bool,
     /// When to ask before acting.
     pub approval_policy: AskForApproval,
     /// How commands are confined.
@@ -189,6 +206,11 @@ pub struct Config {
     pub approval_timeout: Duration,
     /// How long the thread may sit idle before it is unloaded (its history stays on disk).
     pub thread_idle_unload: Duration,
+    /// How often a running MCP call reports progress when nothing else happens.
+    pub progress_interval: Duration,
+    /// `model_reasoning_effort`: how hard a reasoning model thinks, sent as the provider's
+    /// reasoning effort (`minimal`, `low`, `medium`, `high`, …; checked by the provider).
+    pub model_reasoning_effort: Option<String>,
     /// The selected profile, if any.
     pub profile: Option<String>,
     /// The executable that confines commands (deputy itself); `None` means
@@ -201,6 +223,57 @@ pub struct Config {
 }
 
 impl Config {
+    /// Checks that the model provider's API key is in the environment; when it is not,
+    /// the error says how to provide one, or how to use a server that needs none.
+    pub fn check_api_key(&self) -> Result<(), ConfigError> {
+        let provider = &self.model_provider;
+        if provider.api_key().is_ok() {
+            return Ok(());
+        }
+        let variables = provider.key_variables();
+        let var = provider.env_key.as_deref().unwrap_or_default();
+        Err(ConfigError::Semantic(format!(
+            "no API key: model provider `{id}` reads it from the environment variable {variables}, \
+             which is not set (or empty).\n\
+             Either set it:\n\
+             \n    export {var}=...\n\n\
+             or use a model server that needs no key, with a [model_providers] entry in {path}, \
+             for example a local Ollama:\n\
+             \n    model = \"qwen2.5-coder\"\
+             \n    model_provider = \"ollama\"\
+             \n\
+             \n    [model_providers.ollama]\
+             \n    name = \"Ollama\"\
+             \n    base_url = \"http://localhost:11434/v1\"\
+             \n    wire_api = \"chat\"",
+            id = self.model_provider_id,
+            path = self.deputy_home.join("config.toml").display(),
+        )))
+    }
+
+    /// Where the model server's address comes from, for a message about a server that
+    /// cannot be reached: the `base_url` and the setting to change it.
+    pub fn base_url_origin(&self) -> String {
+        let path = self.deputy_home.join("config.toml");
+        let (id, url) = (&self.model_provider_id, &self.model_provider.base_url);
+        match (self.model_provider_built_in, id.as_str()) {
+            (true, "openai") => format!(
+                "base_url {url} of the built-in `openai` provider: set `openai_base_url` in {} \
+                 (or OPENAI_BASE_URL) to use another server",
+                path.display()
+            ),
+            (true, _) => format!(
+                "base_url {url} of the built-in `{id}` provider: define [model_providers.{id}] \
+                 in {} to use another address",
+                path.display()
+            ),
+            (false, _) => format!(
+                "base_url = \"{url}\" of [model_providers.{id}] in {}",
+                path.display()
+            ),
+        }
+    }
+
     /// This configuration with a turn's overrides applied (a relative `cwd` resolves
     /// against the current one and must be an existing directory).
     pub fn with_overrides(&self, overrides: &TurnOverrides) -> Result<Config, ConfigError> {
@@ -330,10 +403,18 @@ impl ConfigLayers {
         let toml: ConfigToml = deserialize_checked(toml::Value::Table(table), |key| {
             let quoted = format!("`{key}`");
             if !warnings.iter().any(|w| w.contains(&quoted)) {
-                warnings.push(format!("unknown config key {quoted} (ignored)"));
+                warnings.push(known_keys::unknown_key_warning(&key));
             }
         })
         .map_err(ConfigError::Override)?;
+        match &toml.web_search {
+            None => {}
+            Some(toml::Value::String(mode)) if mode == "disabled" => {}
+            Some(toml::Value::Boolean(false)) => {}
+            Some(other) => warnings.push(format!(
+                "`web_search = {other}`: deputy has no web search tool yet (ignored)"
+            )),
+        }
         self.build(toml, profile_name)
     }
 
@@ -363,11 +444,15 @@ impl ConfigLayers {
         let model_provider_id = toml
             .model_provider
             .unwrap_or_else(|| DEFAULT_PROVIDER.to_string());
-        let mut providers = built_in_providers();
+        let mut providers = built_in_providers(toml.openai_base_url.as_deref());
+        let model_provider_built_in = !toml.model_providers.contains_key(&model_provider_id);
         providers.extend(toml.model_providers);
+        let suggestion = known_keys::did_you_mean(&model_provider_id, providers.keys());
         let model_provider = providers.remove(&model_provider_id).ok_or_else(|| {
             ConfigError::Semantic(format!(
-                "model_provider `{model_provider_id}` is not defined; add [model_providers.{model_provider_id}] to config.toml"
+                "model_provider `{model_provider_id}` is not defined{suggestion}; the built-in ones are `openai` and `ollama`, \
+                 others need a [model_providers.{model_provider_id}] table in {}",
+                self.deputy_home.join("config.toml").display()
             ))
         })?;
         let cwd = resolve_cwd(o.cwd.as_deref())?;
@@ -386,12 +471,22 @@ impl ConfigLayers {
             model,
             model_provider_id,
             model_provider,
+            model_provider_built_in,
             approval_policy: o
                 .approval_policy
                 .or(toml.approval_policy)
                 .unwrap_or_default(),
             sandbox_mode: o.sandbox_mode.or(toml.sandbox_mode).unwrap_or_default(),
-            sandbox_workspace_write: toml.sandbox_workspace_write,
+            sandbox_workspace_write: SandboxWorkspaceWrite {
+                writable_roots: toml
+                    .sandbox_workspace_write
+                    .writable_roots
+                    .iter()
+                    .chain(&o.additional_writable_roots)
+                    .cloned()
+                    .collect(),
+                ..toml.sandbox_workspace_write
+            },
             shell_environment_policy: toml.shell_environment_policy,
             cwd,
             base_instructions: o.base_instructions.clone().or(toml.base_instructions),
@@ -419,6 +514,11 @@ impl ConfigLayers {
             thread_idle_unload: toml
                 .thread_idle_unload_sec
                 .map_or(DEFAULT_THREAD_IDLE_UNLOAD, Duration::from_secs),
+            progress_interval: toml
+                .progress_interval_ms
+                .map_or(DEFAULT_PROGRESS_INTERVAL, Duration::from_millis)
+                .max(MIN_PROGRESS_INTERVAL),
+            model_reasoning_effort: toml.model_reasoning_effort,
             profile,
             sandbox_launcher: None,
             sandbox_private_tmp: None,
@@ -484,8 +584,9 @@ fn read_config_file(path: &Path) -> Result<(toml::Table, Vec<String>), ConfigErr
     let mut warnings = Vec::new();
     let mut unknown = |key: serde_ignored::Path<'_>| {
         warnings.push(format!(
-            "{}: unknown config key `{key}` (ignored)",
-            path.display()
+            "{}: {}",
+            path.display(),
+            known_keys::unknown_key_warning(&key.to_string())
         ));
     };
     let errors = type_errors(&text, &mut unknown)

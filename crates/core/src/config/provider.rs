@@ -26,6 +26,10 @@ pub struct ModelProviderInfo {
     /// Environment variable holding the bearer token, if any.
     #[serde(default)]
     pub env_key: Option<String>,
+    /// A variable read before `env_key` when set (`CODEX_API_KEY` for the built-in OpenAI
+    /// provider, as Codex and its SDK set it); not a config key.
+    #[serde(skip)]
+    pub preferred_env_key: Option<String>,
     /// Which wire API this server speaks.
     #[serde(default)]
     pub wire_api: WireApi,
@@ -69,28 +73,53 @@ impl ModelProviderInfo {
         )
     }
 
-    /// The bearer token from `env_key`, if set and present in the environment.
+    /// The bearer token from `preferred_env_key` or else `env_key`, if set and present
+    /// in the environment.
     pub fn api_key(&self) -> Result<Option<String>, String> {
-        match &self.env_key {
-            None => Ok(None),
-            Some(var) => match std::env::var(var) {
-                Ok(value) if !value.trim().is_empty() => Ok(Some(value)),
-                _ => Err(format!(
-                    "environment variable `{var}` is not set; provider `{}` reads its API key from it",
-                    self.name
-                )),
-            },
+        let Some(var) = &self.env_key else {
+            return Ok(None);
+        };
+        let set = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+        if let Some(key) = self.preferred_env_key.as_deref().and_then(set) {
+            return Ok(Some(key));
         }
+        set(var).map(Some).ok_or_else(|| {
+            format!(
+                "{} is not set; provider `{}` reads its API key from it",
+                self.key_variables(),
+                self.name
+            )
+        })
+    }
+
+    /// The variables the API key is read from, as a user reads them:
+    /// `CODEX_API_KEY or OPENAI_API_KEY`.
+    pub fn key_variables(&self) -> String {
+        self.preferred_env_key
+            .iter()
+            .chain(&self.env_key)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" or ")
     }
 }
 
-/// The providers every config has without declaring them.
-pub fn built_in_providers() -> BTreeMap<String, ModelProviderInfo> {
+/// The built-in OpenAI provider's endpoint unless `openai_base_url` or `OPENAI_BASE_URL` says otherwise.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The providers every config has without declaring them. `openai_base_url` (the
+/// config key), else `$OPENAI_BASE_URL`, points the built-in OpenAI provider elsewhere.
+pub fn built_in_providers(openai_base_url: Option<&str>) -> BTreeMap<String, ModelProviderInfo> {
+    let base_url = openai_base_url
+        .map(str::to_string)
+        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+        .filter(|url| !url.trim().is_empty())
+        .unwrap_or_else(|| OPENAI_BASE_URL.into());
     let openai = ModelProviderInfo {
         name: "OpenAI".into(),
-        base_url: std::env::var("OPENAI_BASE_URL")
-            .unwrap_or_else(|_| "https://api.openai.com/v1".into()),
+        base_url,
         env_key: Some("OPENAI_API_KEY".into()),
+        preferred_env_key: Some("CODEX_API_KEY".into()),
         wire_api: WireApi::Responses,
         query_params: BTreeMap::new(),
         http_headers: BTreeMap::new(),
@@ -102,6 +131,7 @@ pub fn built_in_providers() -> BTreeMap<String, ModelProviderInfo> {
         name: "Ollama".into(),
         base_url: "http://localhost:11434/v1".into(),
         env_key: None,
+        preferred_env_key: None,
         wire_api: WireApi::Chat,
         ..openai.clone()
     };

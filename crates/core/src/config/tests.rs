@@ -285,3 +285,87 @@ fn an_empty_override_value_and_an_empty_model_are_refused() {
     let err = layers(&home).load().unwrap_err().to_string();
     assert!(err.contains("`model` is empty"), "{err}");
 }
+
+#[test]
+fn openai_base_url_points_the_built_in_provider_elsewhere_from_the_file_or_c() {
+    let home = home_with("openai_base_url = \"http://127.0.0.1:1/file/v1\"\n");
+    let mut layers = layers(&home);
+    let config = layers.load().unwrap();
+    assert_eq!(config.model_provider.base_url, "http://127.0.0.1:1/file/v1");
+    assert!(config.model_provider_built_in);
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    layers.cli_overrides = vec![parse_cli_override("openai_base_url=\"http://h:2/v1\"").unwrap()];
+    let config = layers.load().unwrap();
+    assert_eq!(config.model_provider.base_url, "http://h:2/v1");
+    // The built-in key variables, CODEX_API_KEY first, as Codex reads them.
+    assert_eq!(
+        config.model_provider.key_variables(),
+        "CODEX_API_KEY or OPENAI_API_KEY"
+    );
+}
+
+#[test]
+fn codex_keys_a_client_writes_load_with_at_most_one_note_each() {
+    let home = home_with(
+        "model_reasoning_effort = \"high\"\nweb_search = \"disabled\"\n\
+         model_verbosity = \"low\"\n[sandbox_workspace_write]\nnetwork_access = true\n",
+    );
+    let mut layers = layers(&home);
+    layers.cli_overrides = vec![
+        parse_cli_override("approval_policy=\"untrusted\"").unwrap(),
+        parse_cli_override("web_search=\"live\"").unwrap(),
+    ];
+    let config = layers.load().unwrap();
+    assert_eq!(config.model_reasoning_effort.as_deref(), Some("high"));
+    assert_eq!(config.approval_policy, AskForApproval::Untrusted);
+    assert!(config.sandbox_workspace_write.network_access);
+    assert_eq!(
+        config.warnings,
+        [
+            format!(
+                "{}: `model_verbosity` is a Codex setting deputy does not use (ignored)",
+                home.path().join("config.toml").display()
+            ),
+            "`web_search = \"live\"`: deputy has no web search tool yet (ignored)".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn a_mistyped_key_or_provider_gets_a_did_you_mean() {
+    let home = home_with("aproval_policy = \"never\"\n");
+    let config = layers(&home).load().unwrap();
+    assert!(
+        config.warnings[0].ends_with("did you mean `approval_policy`?"),
+        "{:?}",
+        config.warnings
+    );
+    let home = home_with("model_provider = \"olama\"\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(
+        err.starts_with("model_provider `olama` is not defined; did you mean `ollama`?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn added_directories_join_the_writable_roots() {
+    let home = home_with("[sandbox_workspace_write]\nwritable_roots = [\"/configured\"]\n");
+    let mut layers = layers(&home);
+    layers.overrides.additional_writable_roots = vec!["/added".into()];
+    let config = layers.load().unwrap();
+    assert_eq!(
+        config.sandbox_workspace_write.writable_roots,
+        [PathBuf::from("/configured"), PathBuf::from("/added")]
+    );
+}
+
+#[test]
+fn the_progress_interval_is_configurable_but_never_zero() {
+    let home = home_with("progress_interval_ms = 0\n");
+    let config = layers(&home).load().unwrap();
+    assert_eq!(config.progress_interval, Duration::from_millis(100));
+    let home = tempfile::tempdir().unwrap();
+    let config = ConfigLayers::new(home.path().to_path_buf()).load().unwrap();
+    assert_eq!(config.progress_interval, DEFAULT_PROGRESS_INTERVAL);
+}

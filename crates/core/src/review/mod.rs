@@ -129,6 +129,11 @@ async fn review(
     )
     .await
     .map_err(|e| e.to_string())?;
+    // An empty change needs no reviewer: said at once, without a model call.
+    let custom = matches!(request.target, deputy_protocol::ReviewTarget::Custom { .. });
+    if !custom && material.diff.trim().is_empty() && material.files.trim().is_empty() {
+        return Ok(ReviewOutputEvent::nothing_to_review(&material.description));
+    }
     let reviewer = start_reviewer(session, config, request)?;
     let mut events = reviewer.subscribe(0);
     let reviewer_turn = reviewer
@@ -250,8 +255,6 @@ fn review_input(material: &ReviewMaterial, request: &ReviewRequest) -> String {
     }
     if !material.diff.trim().is_empty() {
         text.push_str(&format!("\nThe diff:\n```diff\n{}```\n", material.diff));
-    } else if !matches!(request.target, deputy_protocol::ReviewTarget::Custom { .. }) {
-        text.push_str("\nThere are no changes to review.\n");
     }
     text.push_str(
         "\nRead more of the repository with read-only commands where the diff is not enough. \

@@ -121,6 +121,9 @@ impl Conversations {
             Ok(config) => config,
             Err(err) => return failure(format!("Failed to load configuration: {err}")),
         };
+        if let Err(err) = config.check_api_key() {
+            return failure(err.to_string());
+        }
         let thread = match self.manager.start_thread(config) {
             Ok(thread) => thread,
             Err(err) => return failure(format!("Failed to start conversation: {err}")),
@@ -404,6 +407,10 @@ impl Stream {
             match next {
                 Some(Ok(event)) => {
                     self.router.observe(&event);
+                    // As in the snapshot: the announcement is not a stream event.
+                    if matches!(event.msg, ThreadEventMsg::SessionConfigured(_)) {
+                        continue;
+                    }
                     for legacy in legacy_events(&event) {
                         let Some(notification) = wire::conversation_event(&legacy.msg) else {
                             continue;

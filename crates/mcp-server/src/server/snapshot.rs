@@ -2,8 +2,9 @@
 //! every event of the conversation so far as Codex events, kept bounded. Streaming
 //! deltas are left out where the completed item they add up to is present, and large
 //! text fields are cut to head and tail with a note of what was dropped; no event is
-//! left out otherwise. It also tells which approval requests are still unanswered, so
-//! the stream can ask them once the snapshot is out.
+//! left out otherwise, except the thread's `session_configured` announcements, which
+//! `conversationCreate` answers with instead. It also tells which approval requests are
+//! still unanswered, so the stream can ask them once the snapshot is out.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -76,10 +77,12 @@ impl Snapshot {
                 None
             }
             // A thread announces itself again when it is resumed: whatever waited
-            // before belonged to turns that died with the earlier process.
+            // before belonged to turns that died with the earlier process. The
+            // announcement itself is `conversationCreate`'s result, not a stream event
+            // (a fresh conversation's snapshot is `{"events": []}`, as in Codex).
             ThreadEventMsg::SessionConfigured(_) => {
                 self.pending.clear();
-                None
+                return;
             }
             ThreadEventMsg::TurnStarted(_)
             | ThreadEventMsg::ItemStarted(_)

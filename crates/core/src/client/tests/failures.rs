@@ -104,8 +104,15 @@ async fn connect_error_is_retried_then_reported_as_connect() {
 
     let attempts: Vec<u64> = outcome.retries.iter().map(|n| n.attempt).collect();
     assert_eq!(attempts, vec![1, 2]);
+    // One short line per retry and at the end: the URL and the cause, not the chain.
+    let first_retry = outcome.retries[0].reason.clone();
+    assert_eq!(
+        first_retry,
+        format!("could not reach the model server at {base_url}/responses: Connection refused")
+    );
     let error = outcome.error();
     assert!(matches!(error, ModelError::Connect(_)), "{error:?}");
+    assert_eq!(error.to_string(), first_retry);
 }
 
 #[tokio::test]

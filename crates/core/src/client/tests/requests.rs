@@ -139,7 +139,7 @@ async fn chat_request_without_tools_leaves_out_tools_and_tool_choice() {
     let bare = Prompt {
         instructions: String::new(),
         input: vec![ResponseItem::user_text("hi")],
-        tools: vec![],
+        ..Prompt::default()
     };
     run(provider(&server.base_url, WireApi::Chat), &bare)
         .await
@@ -205,4 +205,84 @@ fn requests_and_streams_can_move_between_tasks() {
     let prompt = Prompt::default();
     send(&client.stream(&prompt, &|_| {}));
     send_unpin_static::<ResponseStream>();
+}
+
+/// A user message with text and an image, as a turn with `--image` records it.
+fn text_and_image() -> ResponseItem {
+    ResponseItem::Message {
+        id: None,
+        role: "user".into(),
+        content: vec![
+            ContentItem::InputImage {
+                image_url: "data:image/png;base64,iVBORw0KGgo=".into(),
+            },
+            ContentItem::InputText {
+                text: "what is this?".into(),
+            },
+        ],
+    }
+}
+
+/// The schema a structured-output turn sends.
+fn answer_schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"answer": {"type": "string"}},
+        "required": ["answer"], "additionalProperties": false})
+}
+
+#[tokio::test]
+async fn responses_request_carries_images_the_answer_schema_and_the_reasoning_effort() {
+    let server = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
+    let structured = Prompt {
+        input: vec![text_and_image()],
+        output_schema: Some(answer_schema()),
+        reasoning_effort: Some("high".into()),
+        ..Prompt::default()
+    };
+    run(provider(&server.base_url, WireApi::Responses), &structured)
+        .await
+        .ok_events();
+
+    let body = &server.received()[0].body;
+    assert_eq!(
+        body["input"],
+        json!([{"type": "message", "role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+            {"type": "input_text", "text": "what is this?"},
+        ]}])
+    );
+    assert_eq!(
+        body["text"],
+        json!({"format": {"type": "json_schema", "name": "codex_output_schema",
+            "schema": answer_schema(), "strict": true}})
+    );
+    assert_eq!(body["reasoning"], json!({"effort": "high"}));
+}
+
+#[tokio::test]
+async fn chat_request_carries_image_parts_the_response_format_and_the_reasoning_effort() {
+    let server = TestServer::start(vec![Reply::Sse(chat_sse(&[]))]).await;
+    let structured = Prompt {
+        input: vec![text_and_image()],
+        output_schema: Some(answer_schema()),
+        reasoning_effort: Some("low".into()),
+        ..Prompt::default()
+    };
+    run(provider(&server.base_url, WireApi::Chat), &structured)
+        .await
+        .ok_events();
+
+    let body = &server.received()[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "text", "text": "what is this?"},
+        ]}])
+    );
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "codex_output_schema",
+            "schema": answer_schema(), "strict": true}})
+    );
+    assert_eq!(body["reasoning_effort"], "low");
 }
