@@ -16,6 +16,7 @@
 mod approver;
 mod follower;
 mod history;
+mod listen;
 mod outgoing;
 pub mod protocol;
 pub mod schema;
@@ -40,6 +41,7 @@ use crate::protocol::{IncomingMessage, JsonRpcError, Rejection, error_codes};
 use crate::server::{Inbound, Server};
 use crate::transport::{Line, LineReader, MAX_LINE_BYTES};
 
+pub use listen::{ListenAddress, ListenError};
 pub use schema::{SchemaError, write_json_schema};
 
 /// How many client requests may wait for the dispatcher; beyond that the server answers

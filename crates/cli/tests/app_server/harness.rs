@@ -26,6 +26,8 @@ pub struct Setup {
     pub sandbox: &'static str,
     /// More top-level config lines.
     pub top_level: &'static str,
+    /// Arguments after `app-server` (Codex's launch flags).
+    pub args: &'static [&'static str],
 }
 
 impl Default for Setup {
@@ -34,6 +36,7 @@ impl Default for Setup {
             policy: "never",
             sandbox: "danger-full-access",
             top_level: "",
+            args: &[],
         }
     }
 }
@@ -45,6 +48,7 @@ impl Setup {
             policy,
             sandbox,
             top_level: "",
+            args: &[],
         }
     }
 
@@ -68,7 +72,10 @@ impl Setup {
              approval_policy = \"{}\"\nsandbox_mode = \"{}\"\n{}\n[model_providers.mock]{provider}",
             self.policy, self.sandbox, self.top_level
         ));
-        let client = spawn_client(&home, &["app-server"]);
+        let args: Vec<&str> = std::iter::once("app-server")
+            .chain(self.args.iter().copied())
+            .collect();
+        let client = spawn_client(&home, &args);
         AppServer {
             client,
             home,
