@@ -115,6 +115,7 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
             instructions: instructions.clone(),
             input: fitted.input,
             tools: Vec::new(),
+            output_schema: None,
         };
         match sample_with_retries(ctx, &prompt, Visibility::Quiet).await {
             Ok(Sampled { items, .. }) => {

@@ -573,6 +573,8 @@ mod tests {
                 ThreadEventMsg::TurnComplete(TaskCompleteEvent {
                     turn_id: "turn".into(),
                     last_agent_message: Some("Done.".into()),
+                    completed_at: None,
+                    duration_ms: None,
                 }),
             ],
         );
@@ -587,9 +589,7 @@ mod tests {
         );
         let failed = lines(
             &mut mapper,
-            vec![ThreadEventMsg::TurnFailed(ErrorEvent {
-                message: "boom".into(),
-            })],
+            vec![ThreadEventMsg::TurnFailed(ErrorEvent::new("boom"))],
         );
         assert_eq!(
             failed,

@@ -29,6 +29,9 @@ pub enum Op {
         /// Settings this turn changes, for itself and every later turn.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         overrides: Option<TurnOverrides>,
+        /// A JSON Schema the turn's final message must follow (this turn only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_schema: Option<serde_json::Value>,
     },
     /// Run a review as turn `turn_id` (queued like any turn): an isolated reviewer
     /// with its own history looks at the target and reports findings.

@@ -9,9 +9,10 @@ use deputy_core::rollout::{
 
 use crate::history::turns_from_events;
 use crate::protocol::{
-    JsonRpcError, RequestId, ServerNotification, ThreadArchiveParams, ThreadArchiveResponse,
-    ThreadArchivedNotification, ThreadListParams, ThreadListResponse, ThreadReadParams,
-    ThreadReadResponse, ThreadResumeParams, ThreadStartParams, ThreadStartedNotification, methods,
+    JsonRpcError, RequestId, ServerNotification, SortDirection, ThreadArchiveParams,
+    ThreadArchiveResponse, ThreadArchivedNotification, ThreadListParams, ThreadListResponse,
+    ThreadReadParams, ThreadReadResponse, ThreadResumeParams, ThreadSortKey, ThreadStartParams,
+    ThreadStartedNotification, methods,
 };
 
 use crate::shapes::wire_thread;
@@ -86,6 +87,12 @@ impl Server {
     }
 
     pub(super) async fn thread_list(&self, params: ThreadListParams) -> Reply<methods::ThreadList> {
+        if params.sort_key == Some(ThreadSortKey::UpdatedAt) {
+            return Err(JsonRpcError::invalid_params(
+                "sortKey `updated_at` is not offered: threads are listed by creation (`created_at`)",
+            ));
+        }
+        let oldest_first = params.sort_direction == Some(SortDirection::Asc);
         let home = self.layers.deputy_home.clone();
         let limit = params.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as usize;
         let page = blocking(move || {
@@ -97,12 +104,13 @@ impl Server {
                     cwd: cwd.as_deref(),
                     before: params.cursor.as_deref(),
                     limit,
+                    oldest_first,
                 },
             )
         })
         .await?
         .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-        // The cursor is the last thread's id: the next page lists those created before it.
+        // The cursor is the last thread's id: the next page lists those past it.
         let next_cursor = page
             .more
             .then(|| page.sessions.last().map(|s| s.id.clone()))

@@ -294,9 +294,24 @@ pub fn id_of(value: &Value) -> String {
 }
 
 /// A short label for a message: `response:<id>`, `error:<id>`, `request:<method>`, or the
-/// notification's method, with the item type for `item/*` notifications.
+/// notification's method, with the item type for `item/*` notifications and the status
+/// (and what an active thread waits on) for `thread/status/changed`.
 pub fn label(message: &Value) -> String {
     let method = message["method"].as_str();
+    if method == Some("thread/status/changed") {
+        let status = &message["params"]["status"];
+        let flags = status["activeFlags"]
+            .as_array()
+            .map(|flags| {
+                let flags: Vec<&str> = flags.iter().filter_map(Value::as_str).collect();
+                format!("[{}]", flags.join(","))
+            })
+            .unwrap_or_default();
+        return format!(
+            "thread/status/changed:{}{flags}",
+            status["type"].as_str().unwrap_or("?")
+        );
+    }
     match (method, message.get("id")) {
         (None, Some(id)) if message.get("error").is_some() => format!("error:{id}"),
         (None, Some(id)) => format!("response:{id}"),

@@ -122,6 +122,35 @@ fn thread_list_pages_through_threads_newest_first() {
 }
 
 #[test]
+fn thread_list_runs_oldest_first_when_sort_direction_is_asc() {
+    let server = AppServer::start();
+    let made: Vec<String> = (0..3).map(|_| server.start_thread()).collect();
+    let ids = |page: &Value| -> Vec<String> {
+        page["data"].as_array().unwrap().iter().map(id_of).collect()
+    };
+
+    let first = server.request("thread/list", json!({"limit": 2, "sortDirection": "asc"}));
+    let first = server.result(first);
+    assert_eq!(ids(&first), [made[0].clone(), made[1].clone()]);
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let second = server.request(
+        "thread/list",
+        json!({"limit": 2, "cursor": cursor, "sortDirection": "asc", "sortKey": "created_at"}),
+    );
+    let second = server.result(second);
+    assert_eq!(ids(&second), [made[2].clone()]);
+    assert_eq!(second["nextCursor"], Value::Null);
+
+    let by_update = server.request("thread/list", json!({"sortKey": "updated_at"}));
+    let error = server.error(by_update);
+    assert_eq!(error["code"], -32602);
+    assert!(
+        error["message"].as_str().unwrap().contains("updated_at"),
+        "{error}"
+    );
+}
+
+#[test]
 fn an_archived_thread_leaves_the_list_and_cannot_be_resumed() {
     let server = AppServer::start();
     let kept = server.start_thread();

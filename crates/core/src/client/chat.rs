@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, Prompt, ResponseEvent, says_context_too_long};
+use super::{ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, says_context_too_long};
 
 /// The JSON body of a `POST /chat/completions` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -35,6 +35,16 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
             .collect();
         body["tools"] = Value::Array(tools);
         body["tool_choice"] = json!("auto");
+    }
+    if let Some(schema) = &prompt.output_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {
+                "name": OUTPUT_SCHEMA_NAME,
+                "schema": schema,
+                "strict": true,
+            },
+        });
     }
     body
 }

@@ -16,7 +16,7 @@ mod tests;
 
 use std::time::Duration;
 
-use deputy_protocol::{ResponseItem, TokenUsage};
+use deputy_protocol::{CodexErrorInfo, ResponseItem, TokenUsage};
 
 pub use model_client::ModelClient;
 pub use stream::ResponseStream;
@@ -30,7 +30,13 @@ pub struct Prompt {
     pub input: Vec<ResponseItem>,
     /// Function tools offered to the model.
     pub tools: Vec<ToolSpec>,
+    /// A JSON Schema the answer's text must follow: Responses `text.format`, Chat
+    /// `response_format` (both `json_schema`, strict).
+    pub output_schema: Option<serde_json::Value>,
 }
+
+/// The name the output schema is sent under (the APIs require one).
+const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
 
 /// A function tool as offered to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +80,8 @@ pub struct RetryNotice {
     pub delay: Duration,
     /// What failed.
     pub reason: String,
+    /// The HTTP status that failed, when the server answered with one.
+    pub http_status: Option<u16>,
 }
 
 /// Why a model call failed.
@@ -109,6 +117,34 @@ impl ModelError {
     /// Whether the request was refused for being longer than the model's context window.
     pub fn is_context_window_exceeded(&self) -> bool {
         matches!(self, Self::ContextWindowExceeded(_))
+    }
+
+    /// The HTTP status of an error status.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// How Codex classifies this error when it ends a turn. A status still failing once
+    /// the retries ran out is `internal_server_error` (500) or too many failed attempts
+    /// (429); other statuses are `other`, as Codex reports them.
+    pub fn codex_error_info(&self) -> CodexErrorInfo {
+        match self {
+            Self::Http { status: 500, .. } => CodexErrorInfo::InternalServerError,
+            Self::Http { status: 429, .. } => CodexErrorInfo::ResponseTooManyFailedAttempts {
+                http_status_code: Some(429),
+            },
+            Self::Connect(_) => CodexErrorInfo::HttpConnectionFailed {
+                http_status_code: None,
+            },
+            Self::Stream(_) => CodexErrorInfo::ResponseStreamDisconnected {
+                http_status_code: None,
+            },
+            Self::ContextWindowExceeded(_) => CodexErrorInfo::ContextWindowExceeded,
+            Self::Http { .. } | Self::Failed(_) | Self::Config(_) => CodexErrorInfo::Other,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, Prompt, ResponseEvent, says_context_too_long};
+use super::{ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, says_context_too_long};
 
 /// The JSON body of a `POST /responses` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -23,7 +23,7 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut body = json!({
         "model": model,
         "instructions": prompt.instructions,
         "input": input_items(&prompt.input),
@@ -32,7 +32,18 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
         "parallel_tool_calls": false,
         "store": false,
         "stream": true,
-    })
+    });
+    if let Some(schema) = &prompt.output_schema {
+        body["text"] = json!({
+            "format": {
+                "type": "json_schema",
+                "name": OUTPUT_SCHEMA_NAME,
+                "schema": schema,
+                "strict": true,
+            },
+        });
+    }
+    body
 }
 
 /// History items as the server accepts them back.
