@@ -19,6 +19,8 @@ mod errors;
 mod handshake;
 #[path = "app_server/launch.rs"]
 mod launch;
+#[path = "app_server/python_sdks.rs"]
+mod python_sdks;
 #[path = "app_server/results.rs"]
 mod results;
 #[path = "app_server/review.rs"]

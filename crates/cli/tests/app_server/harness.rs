@@ -42,6 +42,23 @@ impl Default for Setup {
 }
 
 impl Setup {
+    /// A mock model and a home configured for it, for a client that starts the server
+    /// itself.
+    pub fn home(&self) -> (TestHome, MockModelServer) {
+        let model = MockModelServer::start();
+        let home = TestHome::new(&model.base_url());
+        let provider = TestHome::default_config(&model.base_url());
+        let (_, provider) = provider
+            .split_once("[model_providers.mock]")
+            .expect("the default config has a mock provider table");
+        home.write_config(&format!(
+            "model = \"mock-model\"\nmodel_provider = \"mock\"\n\
+             approval_policy = \"{}\"\nsandbox_mode = \"{}\"\n{}\n[model_providers.mock]{provider}",
+            self.policy, self.sandbox, self.top_level
+        ));
+        (home, model)
+    }
+
     /// `policy` and `sandbox`, nothing else.
     pub fn new(policy: &'static str, sandbox: &'static str) -> Self {
         Self {
@@ -61,17 +78,7 @@ impl Setup {
 
     /// Writes the config and starts the server, without the handshake.
     pub fn spawn(self) -> AppServer {
-        let model = MockModelServer::start();
-        let home = TestHome::new(&model.base_url());
-        let provider = TestHome::default_config(&model.base_url());
-        let (_, provider) = provider
-            .split_once("[model_providers.mock]")
-            .expect("the default config has a mock provider table");
-        home.write_config(&format!(
-            "model = \"mock-model\"\nmodel_provider = \"mock\"\n\
-             approval_policy = \"{}\"\nsandbox_mode = \"{}\"\n{}\n[model_providers.mock]{provider}",
-            self.policy, self.sandbox, self.top_level
-        ));
+        let (home, model) = self.home();
         let args: Vec<&str> = std::iter::once("app-server")
             .chain(self.args.iter().copied())
             .collect();
