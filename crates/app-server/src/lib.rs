@@ -8,7 +8,8 @@
 //! - `follower`: one task per thread in use, reporting its events through the one
 //!   translation (`translate`) and asking its approval questions through the driver's
 //!   `ApprovalRouter`.
-//! - `transport`, `outgoing`: bounded framing and queues.
+//! - `transport`, `outgoing`: bounded framing and queues; [`ListenAddress`]: where to
+//!   serve (`--listen`).
 //!
 //! Architecture invariant: no agent logic here — this crate translates requests into
 //! engine calls and engine events into notifications and server requests.
