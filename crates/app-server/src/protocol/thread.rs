@@ -189,7 +189,7 @@ pub struct ThreadListParams {
     /// Only threads whose working directory is this one.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// What to sort by: creation (the only key offered).
+    /// What to sort by: creation (the default) or last update.
     #[serde(default)]
     pub sort_key: Option<ThreadSortKey>,
     /// Newest first (`desc`, the default) or oldest first (`asc`).
@@ -203,7 +203,7 @@ pub struct ThreadListParams {
 pub enum ThreadSortKey {
     /// When the thread was created.
     CreatedAt,
-    /// When it was last written (not offered: refused).
+    /// When it was last written.
     UpdatedAt,
 }
 

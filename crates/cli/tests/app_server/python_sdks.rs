@@ -195,4 +195,5 @@ fn codex_python_sdk_starts_with_guardian_approval_enabled_and_runs_a_turn() {
     assert_eq!(seen["models"], json!(["mock-model"]));
     assert_eq!(seen["answer"], "hello from deputy");
     assert!(seen["threadId"].is_string(), "{seen}");
+    assert_eq!(seen["listed"], json!([seen["threadId"]]));
 }

@@ -4,7 +4,8 @@ which launches `<deputy> app-server --enable guardian_approval -c web_search="li
 Usage: app_server_codex_python_sdk.py <deputy binary> <workspace>
 Environment: DEPUTY_HOME (inherited by the server).
 
-Connects (the handshake), lists the models and runs one turn to its answer.
+Connects (the handshake), lists the models, runs one turn to its answer and lists the
+threads.
 Prints one JSON object on stdout; exits non-zero on any failure.
 """
 
@@ -33,6 +34,8 @@ async def main(deputy, workspace):
         response = await client.responses_create(prompt="hello")
         out["answer"] = response.text
         out["threadId"] = response.thread_id
+        # Its listing asks for `sortKey: "updated_at"`.
+        out["listed"] = [thread["id"] for thread in await client.thread_list(limit=5)]
     return out
 
 
