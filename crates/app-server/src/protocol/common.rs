@@ -34,7 +34,8 @@ pub struct ClientInfo {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
-    /// Whether it wants experimental methods and fields (none are offered).
+    /// Whether it wants Codex's experimental methods and fields (deputy sends the same
+    /// either way, e.g. `availableDecisions`).
     #[serde(default)]
     pub experimental_api: bool,
     /// Notification methods it does not want sent (exact method names).
