@@ -4,12 +4,14 @@
 //! compactions) and interrupts them, so that a response always goes out before the events
 //! its request causes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use deputy_core::driver::ApprovalRouter;
 use deputy_core::{Subscription, Thread, ThreadError};
-use deputy_protocol::{InputItem, ReviewRequest, ThreadEvent, TurnOverrides};
+use deputy_protocol::{
+    InputItem, ReviewRequest, TaskStartedEvent, ThreadEvent, ThreadEventMsg, TurnOverrides,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -36,6 +38,8 @@ pub(crate) enum Command {
         items: Vec<InputItem>,
         /// Settings the turn changes for itself and later turns.
         overrides: Option<TurnOverrides>,
+        /// The JSON Schema the turn's final message must follow.
+        output_schema: Option<serde_json::Value>,
     },
     /// Queue a review turn and answer `review/start` request `id`.
     StartReview {
@@ -101,6 +105,7 @@ impl Follower {
                 router,
                 questions,
                 open_turns: HashSet::new(),
+                started_at: HashMap::new(),
             }
             .run(events, inbox),
         );
@@ -135,6 +140,8 @@ struct Following {
     questions: Arc<OpenQuestions>,
     /// Turns started here whose end has not been seen (running or queued).
     open_turns: HashSet<String>,
+    /// When each turn seen starting started (Unix seconds), until its end is reported.
+    started_at: HashMap<String, i64>,
 }
 
 impl Following {
@@ -174,10 +181,14 @@ impl Following {
                 id,
                 items,
                 overrides,
+                output_schema,
             } => {
-                let submitted = self
-                    .thread
-                    .submit_turn_with(submission_id(&id), items, overrides);
+                let submitted = self.thread.submit_turn_with(
+                    submission_id(&id),
+                    items,
+                    overrides,
+                    output_schema,
+                );
                 self.started::<methods::TurnStart>(id, submitted, |turn, _| TurnStartResponse {
                     turn,
                 })
@@ -254,16 +265,24 @@ impl Following {
     }
 
     async fn event(&mut self, event: &ThreadEvent) {
-        if event.msg.ends_turn()
-            && let Some(turn_id) = event.turn_id.as_deref()
+        let turn_id = event.turn_id.as_deref().unwrap_or_default();
+        if let ThreadEventMsg::TurnStarted(TaskStartedEvent {
+            started_at: Some(at),
+            ..
+        }) = &event.msg
         {
+            self.started_at.insert(turn_id.to_string(), *at);
+        }
+        let started_at = self.started_at.get(turn_id).copied();
+        if event.msg.ends_turn() {
             // Questions the turn left open are settled by its end, before it is reported.
             for question in self.questions.settle_turn(turn_id) {
                 self.resolved(question).await;
             }
             self.open_turns.remove(turn_id);
+            self.started_at.remove(turn_id);
         }
-        for outbound in translate::thread_event(event) {
+        for outbound in translate::thread_event(event, started_at) {
             match outbound {
                 Outbound::Notify(notification) => self.outgoing.notify(*notification).await,
                 Outbound::Ask { call_id, request } => {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use deputy_protocol::{self as engine, ThreadEvent, ThreadEventMsg};
 
-use crate::protocol::{Turn, TurnError, TurnStatus};
+use crate::protocol::{Turn, TurnStatus};
 use crate::translate;
 
 /// The turns `events` (in log order) tell of. A turn without an end is `inProgress` if
@@ -35,14 +35,21 @@ pub(crate) fn turns_from_events<'a>(
                     None => items.push(e.item.clone()),
                 }
             }
-            ThreadEventMsg::TurnComplete(_) => turn.status = TurnStatus::Completed,
-            ThreadEventMsg::TurnAborted(_) => turn.status = TurnStatus::Interrupted,
+            ThreadEventMsg::TurnStarted(started) => turn.started_at = started.started_at,
+            ThreadEventMsg::TurnComplete(done) => {
+                turn.status = TurnStatus::Completed;
+                (turn.completed_at, turn.duration_ms) = (done.completed_at, done.duration_ms);
+            }
+            ThreadEventMsg::TurnAborted(aborted) => {
+                turn.status = TurnStatus::Interrupted;
+                (turn.completed_at, turn.duration_ms) = (aborted.completed_at, aborted.duration_ms);
+            }
             ThreadEventMsg::TurnFailed(failed) => {
                 turn.status = TurnStatus::Failed;
-                turn.error = Some(TurnError::new(failed.message.clone()));
+                turn.error = Some(translate::turn_error(failed));
+                (turn.completed_at, turn.duration_ms) = (failed.completed_at, failed.duration_ms);
             }
             ThreadEventMsg::SessionConfigured(_)
-            | ThreadEventMsg::TurnStarted(_)
             | ThreadEventMsg::AgentMessageDelta(_)
             | ThreadEventMsg::ReasoningDelta(_)
             | ThreadEventMsg::CommandOutputDelta(_)
@@ -108,6 +115,7 @@ mod tests {
                 "1",
                 ThreadEventMsg::TurnStarted(TaskStartedEvent {
                     turn_id: "1".into(),
+                    started_at: None,
                     model_context_window: None,
                 }),
             ),
@@ -149,15 +157,11 @@ mod tests {
                 ThreadEventMsg::TurnComplete(TaskCompleteEvent {
                     turn_id: "1".into(),
                     last_agent_message: Some("hello".into()),
+                    completed_at: None,
+                    duration_ms: None,
                 }),
             ),
-            event(
-                8,
-                "2",
-                ThreadEventMsg::TurnFailed(ErrorEvent {
-                    message: "boom".into(),
-                }),
-            ),
+            event(8, "2", ThreadEventMsg::TurnFailed(ErrorEvent::new("boom"))),
             event(
                 9,
                 "3",
@@ -188,7 +192,10 @@ mod tests {
             ]
         );
         assert_eq!(turns[1].status, TurnStatus::Failed);
-        assert_eq!(turns[1].error, Some(TurnError::new("boom")));
+        assert_eq!(
+            turns[1].error,
+            Some(crate::protocol::TurnError::new("boom"))
+        );
         assert_eq!(
             turns[2].status,
             TurnStatus::Interrupted,

@@ -8,7 +8,8 @@
 //! - `follower`: one task per thread in use, reporting its events through the one
 //!   translation (`translate`) and asking its approval questions through the driver's
 //!   `ApprovalRouter`.
-//! - `transport`, `outgoing`: bounded framing and queues.
+//! - `transport`, `outgoing`: bounded framing and queues; [`ListenAddress`]: where to
+//!   serve (`--listen`).
 //!
 //! Architecture invariant: no agent logic here — this crate translates requests into
 //! engine calls and engine events into notifications and server requests.
@@ -16,6 +17,7 @@
 mod approver;
 mod follower;
 mod history;
+mod listen;
 mod outgoing;
 pub mod protocol;
 pub mod schema;
@@ -40,6 +42,7 @@ use crate::protocol::{IncomingMessage, JsonRpcError, Rejection, error_codes};
 use crate::server::{Inbound, Server};
 use crate::transport::{Line, LineReader, MAX_LINE_BYTES};
 
+pub use listen::{ListenAddress, ListenError};
 pub use schema::{SchemaError, write_json_schema};
 
 /// How many client requests may wait for the dispatcher; beyond that the server answers

@@ -5,9 +5,12 @@
 use deputy_core::rollout::{self, SessionSummary};
 use deputy_protocol::{self as engine, InputItem};
 
+use std::path::Path;
+
 use crate::protocol::{
-    JsonRpcError, ReviewTarget, SandboxPolicy, SessionSource, Thread as WireThread, ThreadStatus,
-    Turn, UserInput,
+    FileSystemAccessMode, FileSystemPath, FileSystemPermissions, FileSystemSandboxEntry,
+    FileSystemSpecialPath, JsonRpcError, NetworkPermissions, PermissionProfile, ReviewTarget,
+    SandboxPolicy, SessionSource, Thread as WireThread, ThreadStatus, Turn, UserInput,
 };
 
 /// A listing's summary of a thread in the wire shape.
@@ -105,6 +108,60 @@ pub(crate) fn wire_sandbox_policy(policy: engine::SandboxPolicy) -> SandboxPolic
             exclude_tmpdir_env_var,
             exclude_slash_tmp,
         },
+    }
+}
+
+/// What the sandbox lets a thread in `cwd` under `policy` do, entry by entry: read
+/// everywhere; write in the cwd, the temporary directories and the extra roots, except
+/// their `.git`, which the sandbox keeps read-only. Reads the disk (which `.git` exist).
+pub(crate) fn permission_profile(policy: &engine::SandboxPolicy, cwd: &Path) -> PermissionProfile {
+    let entry = |path, access| FileSystemSandboxEntry { path, access };
+    let special = |value| FileSystemPath::Special { value };
+    let (network, writable) = match policy {
+        engine::SandboxPolicy::DangerFullAccess => return PermissionProfile::Disabled,
+        engine::SandboxPolicy::ReadOnly { network_access } => (*network_access, None),
+        engine::SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        } => (
+            *network_access,
+            Some((writable_roots, *exclude_tmpdir_env_var, *exclude_slash_tmp)),
+        ),
+    };
+    let mut entries = vec![entry(
+        special(FileSystemSpecialPath::Root),
+        FileSystemAccessMode::Read,
+    )];
+    if let Some((roots, exclude_tmpdir, exclude_slash_tmp)) = writable {
+        let write = FileSystemAccessMode::Write;
+        entries.push(entry(
+            special(FileSystemSpecialPath::CurrentWorkingDirectory),
+            write,
+        ));
+        if !exclude_slash_tmp {
+            entries.push(entry(special(FileSystemSpecialPath::SlashTmp), write));
+        }
+        if !exclude_tmpdir {
+            entries.push(entry(special(FileSystemSpecialPath::Tmpdir), write));
+        }
+        for root in roots {
+            entries.push(entry(FileSystemPath::Path { path: root.clone() }, write));
+        }
+        for root in std::iter::once(cwd).chain(roots.iter().map(|r| r.as_path())) {
+            let git = root.join(".git");
+            if std::fs::symlink_metadata(&git).is_ok() {
+                entries.push(entry(
+                    FileSystemPath::Path { path: git },
+                    FileSystemAccessMode::Read,
+                ));
+            }
+        }
+    }
+    PermissionProfile::Managed {
+        file_system: FileSystemPermissions::Restricted { entries },
+        network: NetworkPermissions { enabled: network },
     }
 }
 

@@ -12,15 +12,17 @@ use deputy_protocol::{
 };
 
 use crate::protocol::{
-    AgentMessageDeltaNotification, CommandAction, CommandExecutionOutputDeltaNotification,
-    CommandExecutionRequestApprovalParams, CommandExecutionSource, CommandExecutionStatus,
-    ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange,
-    ItemCompletedNotification, ItemStartedNotification, PatchApplyStatus, PatchChangeKind,
-    ReasoningSummaryTextDeltaNotification, ServerNotification, ServerRequest,
-    ThreadClosedNotification, ThreadItem, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
-    TokenUsageBreakdown, Turn, TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError,
-    TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification,
-    TurnStatus, UserInput, WarningNotification,
+    AgentMessageDeltaNotification, ApprovalDecision, CodexErrorInfo, CommandAction,
+    CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
+    CommandExecutionSource, CommandExecutionStatus, ErrorNotification,
+    FileChangeRequestApprovalParams, FileUpdateChange, ItemCompletedNotification,
+    ItemStartedNotification, PatchApplyStatus, PatchChangeKind,
+    ReasoningSummaryTextDeltaNotification, ServerNotification, ServerRequest, ThreadActiveFlag,
+    ThreadClosedNotification, ThreadItem, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, TokenUsageBreakdown, Turn,
+    TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError, TurnPlanStep,
+    TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification, TurnStatus,
+    UserInput, WarningNotification,
 };
 
 /// What one engine event becomes on the wire.
@@ -42,18 +44,47 @@ pub(crate) enum Outbound {
     },
 }
 
-/// The messages `event` stands for, in order.
-pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
+/// The messages `event` stands for, in order; `started_at` is when the event's turn
+/// started, if known (the events ending a turn do not repeat it).
+///
+/// Besides the event's own messages, `thread/status/changed` reports what the thread
+/// now waits on: a turn (`active`), an approval (`waitingOnApproval`), nothing (`idle`),
+/// or the user after a failed turn (`systemError`), as Codex reports them.
+pub(crate) fn thread_event(event: &ThreadEvent, started_at: Option<i64>) -> Vec<Outbound> {
     use ServerNotification as N;
     let notify = |n: ServerNotification| Outbound::Notify(Box::new(n));
     let thread_id = event.thread_id.clone();
     let turn_id = event.turn_id.clone().unwrap_or_default();
+    let status = |status: ThreadStatus| {
+        notify(N::ThreadStatusChanged(ThreadStatusChangedNotification {
+            thread_id: event.thread_id.clone(),
+            status,
+        }))
+    };
+    let active = |waiting: bool| ThreadStatus::Active {
+        active_flags: waiting
+            .then_some(ThreadActiveFlag::WaitingOnApproval)
+            .into_iter()
+            .collect(),
+    };
+    let ended = |status: TurnStatus, completed_at, duration_ms| Turn {
+        started_at,
+        completed_at,
+        duration_ms,
+        ..Turn::new(turn_id.clone(), status)
+    };
     match &event.msg {
         ThreadEventMsg::SessionConfigured(_) => Vec::new(),
-        ThreadEventMsg::TurnStarted(_) => vec![notify(N::TurnStarted(TurnStartedNotification {
-            thread_id,
-            turn: Turn::new(turn_id, TurnStatus::InProgress),
-        }))],
+        ThreadEventMsg::TurnStarted(started) => vec![
+            status(active(false)),
+            notify(N::TurnStarted(TurnStartedNotification {
+                thread_id,
+                turn: Turn {
+                    started_at: started.started_at,
+                    ..Turn::new(turn_id, TurnStatus::InProgress)
+                },
+            })),
+        ],
         ThreadEventMsg::ItemStarted(started) => {
             let mut out = vec![notify(N::ItemStarted(ItemStartedNotification {
                 item: item(&started.item),
@@ -98,33 +129,45 @@ pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
                 delta: String::from_utf8_lossy(&delta.chunk).into_owned(),
             },
         ))],
-        ThreadEventMsg::ExecApprovalRequest(asked) => vec![Outbound::Ask {
-            call_id: asked.request.call_id.clone(),
-            request: ServerRequest::CommandExecutionRequestApproval(
-                CommandExecutionRequestApprovalParams {
-                    thread_id,
-                    turn_id,
-                    item_id: asked.item_id.clone(),
-                    reason: asked.request.reason.clone(),
-                    command: Some(escape_command_for_display(&asked.request.command)),
-                    cwd: Some(asked.request.cwd.clone()),
-                    command_actions: Some(command_actions(&asked.request.parsed_cmd)),
-                },
-            ),
-        }],
-        ThreadEventMsg::PatchApprovalRequest(asked) => vec![Outbound::Ask {
-            call_id: asked.request.call_id.clone(),
-            request: ServerRequest::FileChangeRequestApproval(FileChangeRequestApprovalParams {
-                thread_id,
-                turn_id,
-                item_id: asked.item_id.clone(),
-                reason: asked.request.reason.clone(),
-                grant_root: asked.request.grant_root.clone(),
-            }),
-        }],
-        ThreadEventMsg::ApprovalResolved(resolved) => vec![Outbound::Resolved {
-            call_id: resolved.call_id.clone(),
-        }],
+        ThreadEventMsg::ExecApprovalRequest(asked) => vec![
+            status(active(true)),
+            Outbound::Ask {
+                call_id: asked.request.call_id.clone(),
+                request: ServerRequest::CommandExecutionRequestApproval(
+                    CommandExecutionRequestApprovalParams {
+                        thread_id,
+                        turn_id,
+                        item_id: asked.item_id.clone(),
+                        reason: asked.request.reason.clone(),
+                        command: Some(escape_command_for_display(&asked.request.command)),
+                        cwd: Some(asked.request.cwd.clone()),
+                        command_actions: Some(command_actions(&asked.request.parsed_cmd)),
+                        available_decisions: Some(ApprovalDecision::ALL.to_vec()),
+                    },
+                ),
+            },
+        ],
+        ThreadEventMsg::PatchApprovalRequest(asked) => vec![
+            status(active(true)),
+            Outbound::Ask {
+                call_id: asked.request.call_id.clone(),
+                request: ServerRequest::FileChangeRequestApproval(
+                    FileChangeRequestApprovalParams {
+                        thread_id,
+                        turn_id,
+                        item_id: asked.item_id.clone(),
+                        reason: asked.request.reason.clone(),
+                        grant_root: asked.request.grant_root.clone(),
+                    },
+                ),
+            },
+        ],
+        ThreadEventMsg::ApprovalResolved(resolved) => vec![
+            Outbound::Resolved {
+                call_id: resolved.call_id.clone(),
+            },
+            status(active(false)),
+        ],
         ThreadEventMsg::TurnDiff(diff) => {
             vec![notify(N::TurnDiffUpdated(TurnDiffUpdatedNotification {
                 thread_id,
@@ -153,7 +196,10 @@ pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
             .into_iter()
             .collect(),
         ThreadEventMsg::StreamError(failed) => vec![notify(N::Error(ErrorNotification {
-            error: TurnError::new(failed.message.clone()),
+            error: TurnError {
+                codex_error_info: failed.codex_error_info.map(codex_error_info),
+                ..TurnError::new(failed.message.clone())
+            },
             will_retry: true,
             thread_id,
             turn_id,
@@ -163,17 +209,28 @@ pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
             turn_id: event.turn_id.clone(),
             message: warning.message.clone(),
         }))],
-        ThreadEventMsg::TurnComplete(_) => vec![turn_completed(
-            thread_id,
-            Turn::new(turn_id, TurnStatus::Completed),
-        )],
-        ThreadEventMsg::TurnAborted(_) => vec![turn_completed(
-            thread_id,
-            Turn::new(turn_id, TurnStatus::Interrupted),
-        )],
+        ThreadEventMsg::TurnComplete(done) => vec![
+            status(ThreadStatus::Idle),
+            turn_completed(
+                thread_id,
+                ended(TurnStatus::Completed, done.completed_at, done.duration_ms),
+            ),
+        ],
+        ThreadEventMsg::TurnAborted(aborted) => vec![
+            status(ThreadStatus::Idle),
+            turn_completed(
+                thread_id,
+                ended(
+                    TurnStatus::Interrupted,
+                    aborted.completed_at,
+                    aborted.duration_ms,
+                ),
+            ),
+        ],
         ThreadEventMsg::TurnFailed(failed) => {
-            let error = TurnError::new(failed.message.clone());
+            let error = turn_error(failed);
             vec![
+                status(ThreadStatus::SystemError),
                 notify(N::Error(ErrorNotification {
                     error: error.clone(),
                     will_retry: false,
@@ -184,7 +241,7 @@ pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
                     thread_id,
                     Turn {
                         error: Some(error),
-                        ..Turn::new(turn_id, TurnStatus::Failed)
+                        ..ended(TurnStatus::Failed, failed.completed_at, failed.duration_ms)
                     },
                 ),
             ]
@@ -194,6 +251,40 @@ pub(crate) fn thread_event(event: &ThreadEvent) -> Vec<Outbound> {
                 thread_id,
             }))]
         }
+    }
+}
+
+/// A failed turn's error in the wire shape.
+pub(crate) fn turn_error(failed: &engine::ErrorEvent) -> TurnError {
+    TurnError {
+        codex_error_info: failed.codex_error_info.map(codex_error_info),
+        ..TurnError::new(failed.message.clone())
+    }
+}
+
+fn codex_error_info(info: engine::CodexErrorInfo) -> CodexErrorInfo {
+    use engine::CodexErrorInfo as E;
+    match info {
+        E::ContextWindowExceeded => CodexErrorInfo::ContextWindowExceeded,
+        E::UsageLimitExceeded => CodexErrorInfo::UsageLimitExceeded,
+        E::ServerOverloaded => CodexErrorInfo::ServerOverloaded,
+        E::InternalServerError => CodexErrorInfo::InternalServerError,
+        E::Unauthorized => CodexErrorInfo::Unauthorized,
+        E::BadRequest => CodexErrorInfo::BadRequest,
+        E::SandboxError => CodexErrorInfo::SandboxError,
+        E::HttpConnectionFailed { http_status_code } => {
+            CodexErrorInfo::HttpConnectionFailed { http_status_code }
+        }
+        E::ResponseStreamConnectionFailed { http_status_code } => {
+            CodexErrorInfo::ResponseStreamConnectionFailed { http_status_code }
+        }
+        E::ResponseStreamDisconnected { http_status_code } => {
+            CodexErrorInfo::ResponseStreamDisconnected { http_status_code }
+        }
+        E::ResponseTooManyFailedAttempts { http_status_code } => {
+            CodexErrorInfo::ResponseTooManyFailedAttempts { http_status_code }
+        }
+        E::Other => CodexErrorInfo::Other,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The `deputy` binary: parses arguments and wires the front doors to the engine.
 
+mod features;
 mod review_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
@@ -170,6 +171,15 @@ impl CodexOnlyFlags {
 struct AppServerArgs {
     #[command(subcommand)]
     command: Option<AppServerCommand>,
+    /// Where to serve: `stdio://` (the default; `ws://IP:PORT` is parsed but not served yet).
+    #[arg(long, value_name = "URL", default_value = "stdio://")]
+    listen: deputy_app_server::ListenAddress,
+    /// Turn a Codex feature on (repeatable); one deputy lacks is ignored with a warning.
+    #[arg(long, value_name = "FEATURE")]
+    enable: Vec<String>,
+    /// Turn a Codex feature off (repeatable); one deputy cannot turn off is ignored with a warning.
+    #[arg(long, value_name = "FEATURE")]
+    disable: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -297,11 +307,28 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }),
         Command::AppServer(AppServerArgs {
             command: Some(AppServerCommand::GenerateJsonSchema { out }),
+            ..
         }) => {
             deputy_app_server::write_json_schema(&out)?;
             Ok(0)
         }
-        Command::AppServer(AppServerArgs { command: None }) => {
+        Command::AppServer(AppServerArgs {
+            command: None,
+            listen,
+            enable,
+            disable,
+        }) => {
+            for warning in features::check_feature_flags(&enable, &disable)
+                .map_err(|why| anyhow::anyhow!("{why}"))?
+            {
+                // A closed stderr must not stop the server.
+                let _ = writeln!(std::io::stderr(), "warning: {warning}");
+            }
+            if let deputy_app_server::ListenAddress::WebSocket(_) = listen {
+                anyhow::bail!(
+                    "--listen {listen}: the WebSocket transport is not available yet; use stdio://"
+                );
+            }
             run_to_end(server_runtime()?, async {
                 let signals = TerminationSignals::install()?;
                 log_sandbox_support();

@@ -17,6 +17,12 @@ mod approvals;
 mod errors;
 #[path = "app_server/handshake.rs"]
 mod handshake;
+#[path = "app_server/launch.rs"]
+mod launch;
+#[path = "app_server/python_sdks.rs"]
+mod python_sdks;
+#[path = "app_server/results.rs"]
+mod results;
 #[path = "app_server/review.rs"]
 mod review;
 #[path = "app_server/schema.rs"]

@@ -29,6 +29,7 @@ mod thread;
 mod thread_manager;
 pub mod tools;
 mod turn;
+mod turn_clock;
 pub mod user_input;
 
 pub use event_log::{Lagged, Subscription};

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
     InputItem, Op, ResponseItem, ReviewRequest, Submission, ThreadEvent, ThreadEventMsg,
-    TokenUsage, TurnAbortReason, TurnAbortedEvent, TurnOverrides,
+    TokenUsage, TurnAbortReason, TurnOverrides,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -24,6 +24,7 @@ use crate::context_window::UsageMark;
 use crate::event_log::{EventLog, Subscription};
 use crate::rollout::{CompactedRecord, RolloutRecorder, TurnContextRecord};
 use crate::turn::{TurnKind, TurnStart};
+use crate::turn_clock::TurnClock;
 
 /// Why an op could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,16 +114,18 @@ impl Thread {
         submission_id: String,
         items: Vec<InputItem>,
     ) -> Result<String, ThreadError> {
-        self.submit_turn_with(submission_id, items, None)
+        self.submit_turn_with(submission_id, items, None, None)
     }
 
     /// Like [`Thread::submit_turn`], the turn first changing the thread's settings
-    /// (for itself and every later turn) as `overrides` says.
+    /// (for itself and every later turn) as `overrides` says, and its final message
+    /// held to `output_schema` (a JSON Schema, for this turn only).
     pub fn submit_turn_with(
         &self,
         submission_id: String,
         items: Vec<InputItem>,
         overrides: Option<TurnOverrides>,
+        output_schema: Option<serde_json::Value>,
     ) -> Result<String, ThreadError> {
         self.submit_input(
             submission_id,
@@ -596,10 +599,7 @@ fn abort_queued(session: &Session, turn: QueuedTurn) {
     session.log.publish(
         Some(&turn.turn_id),
         &turn.submission_id,
-        ThreadEventMsg::TurnAborted(TurnAbortedEvent {
-            turn_id: turn.turn_id.clone(),
-            reason: TurnAbortReason::Interrupted,
-        }),
+        TurnClock::never_started().aborted(&turn.turn_id, TurnAbortReason::Interrupted),
     );
 }
 
@@ -637,9 +637,11 @@ async fn supervise_turn(
             .publish_durable(
                 Some(&turn_id),
                 &submission_id,
-                ThreadEventMsg::TurnFailed(deputy_protocol::ErrorEvent {
-                    message: format!("internal error: the turn ended abnormally ({err})"),
-                }),
+                // How long it ran is not known here.
+                TurnClock::never_started().failed(
+                    format!("internal error: the turn ended abnormally ({err})"),
+                    deputy_protocol::CodexErrorInfo::Other,
+                ),
             )
             .await;
     }

@@ -6,11 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deputy_protocol::{
-    AgentMessageItem, CommandExecutionStatus, ContextCompactionStatus, ErrorEvent, InputItem,
+    AgentMessageItem, CodexErrorInfo, CommandExecutionStatus, ContextCompactionStatus, InputItem,
     ItemDeltaEvent, ItemEvent, PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary,
-    ResponseItem, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg,
-    ThreadItem, TokenCountEvent, TokenUsage, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent,
-    TurnOverrides, UpdatePlanArgs, UserMessageItem,
+    ResponseItem, StreamErrorEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem, TokenCountEvent,
+    TokenUsage, TokenUsageInfo, TurnAbortReason, TurnOverrides, UpdatePlanArgs, UserMessageItem,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +21,7 @@ use crate::context_window;
 use crate::instructions;
 use crate::thread::{Session, lock};
 use crate::tools::{self, TurnDiffTracker};
+use crate::turn_clock::TurnClock;
 use crate::user_input;
 
 /// How a turn ended early.
@@ -66,12 +66,12 @@ pub(crate) struct TurnContext {
     pub(crate) turn_id: String,
     pub(crate) cancel: CancellationToken,
     pub(crate) diff: Mutex<TurnDiffTracker>,
+    /// The JSON Schema the turn's final message must follow, if the turn was given one.
+    pub(crate) output_schema: Option<serde_json::Value>,
     /// Command and file change items started but not completed, by id: closed if the turn stops.
     open_items: Mutex<BTreeMap<String, ThreadItem>>,
     /// The turn's plan item, once the model made a plan.
     plan: Mutex<Option<PlanUpdateItem>>,
-    /// The JSON Schema the final answer must follow, sent with every model request.
-    pub(crate) output_schema: Option<serde_json::Value>,
 }
 
 /// A new item id (a UUIDv7: unique across threads and restarts).
@@ -197,9 +197,10 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
     let settings = match session.settings_for_turn(overrides) {
         Ok(settings) => settings,
         Err(why) => {
-            let failed = ThreadEventMsg::TurnFailed(ErrorEvent {
-                message: format!("the turn's settings cannot apply: {why}"),
-            });
+            let failed = TurnClock::never_started().failed(
+                format!("the turn's settings cannot apply: {why}"),
+                CodexErrorInfo::BadRequest,
+            );
             session
                 .log
                 .publish_durable(Some(&turn_id), &submission_id, failed)
@@ -215,9 +216,9 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         client: settings.client,
         cancel: cancel.clone(),
         diff: Mutex::default(),
+        output_schema,
         open_items: Mutex::default(),
         plan: Mutex::default(),
-        output_schema,
     };
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
     // Overrides that change what the model was told about its environment (cwd,
@@ -226,8 +227,10 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
     if before.is_ok_and(|before| instructions::environment_context(&before) != now) {
         ctx.session.record([ResponseItem::developer_text(now)]);
     }
+    let (clock, started_at) = TurnClock::start();
     ctx.emit(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: ctx.turn_id.clone(),
+        started_at: Some(started_at),
         model_context_window: ctx.config.context_window(),
     }));
     let work = async {
@@ -258,20 +261,12 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
     ctx.close_items();
     let abort = |reason| {
         close_dangling_calls(&ctx.session);
-        TurnAbortedEvent {
-            turn_id: ctx.turn_id.clone(),
-            reason,
-        }
+        clock.aborted(&ctx.turn_id, reason)
     };
     let end = match outcome {
-        Some(Ok(last_agent_message)) => ThreadEventMsg::TurnComplete(TaskCompleteEvent {
-            turn_id: ctx.turn_id.clone(),
-            last_agent_message,
-        }),
-        None => ThreadEventMsg::TurnAborted(abort(TurnAbortReason::Interrupted)),
-        Some(Err(TurnStop::Aborted)) => {
-            ThreadEventMsg::TurnAborted(abort(TurnAbortReason::Aborted))
-        }
+        Some(Ok(last_agent_message)) => clock.completed(&ctx.turn_id, last_agent_message),
+        None => abort(TurnAbortReason::Interrupted),
+        Some(Err(TurnStop::Aborted)) => abort(TurnAbortReason::Aborted),
         Some(Err(TurnStop::Model(err))) => {
             close_dangling_calls(&ctx.session);
             let message = if err.is_connect() {
@@ -282,11 +277,11 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
             } else {
                 err.to_string()
             };
-            ThreadEventMsg::TurnFailed(ErrorEvent { message })
+            clock.failed(message, err.codex_error_info())
         }
         Some(Err(TurnStop::Compaction(message) | TurnStop::Input(message))) => {
             close_dangling_calls(&ctx.session);
-            ThreadEventMsg::TurnFailed(ErrorEvent { message })
+            clock.failed(message, CodexErrorInfo::Other)
         }
     };
     ctx.session
@@ -406,6 +401,9 @@ pub(crate) async fn sample_with_retries(
                         "model stream broke ({reason}); retrying {attempt}/{max_retries} in {} ms",
                         delay.as_millis()
                     ),
+                    codex_error_info: Some(CodexErrorInfo::ResponseStreamDisconnected {
+                        http_status_code: None,
+                    }),
                 }));
                 tokio::time::sleep(delay).await;
             }
@@ -523,6 +521,9 @@ async fn sample_once(
                 notice.max_retries,
                 notice.delay.as_millis()
             ),
+            codex_error_info: Some(CodexErrorInfo::ResponseStreamDisconnected {
+                http_status_code: notice.http_status,
+            }),
         }));
     };
     let mut stream = ctx.client.stream(prompt, &on_retry).await?;

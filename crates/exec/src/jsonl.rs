@@ -580,6 +580,8 @@ mod tests {
                 ThreadEventMsg::TurnComplete(TaskCompleteEvent {
                     turn_id: "turn".into(),
                     last_agent_message: Some("Done.".into()),
+                    completed_at: None,
+                    duration_ms: None,
                 }),
             ],
         );
@@ -594,9 +596,7 @@ mod tests {
         );
         let failed = lines(
             &mut mapper,
-            vec![ThreadEventMsg::TurnFailed(ErrorEvent {
-                message: "boom".into(),
-            })],
+            vec![ThreadEventMsg::TurnFailed(ErrorEvent::new("boom"))],
         );
         assert_eq!(
             failed,
@@ -661,6 +661,8 @@ mod tests {
                 ThreadEventMsg::TurnAborted(TurnAbortedEvent {
                     turn_id: "turn".into(),
                     reason: TurnAbortReason::Interrupted,
+                    completed_at: None,
+                    duration_ms: None,
                 }),
             ],
         ));

@@ -555,6 +555,8 @@ mod tests {
             ThreadEventMsg::TurnComplete(TaskCompleteEvent {
                 turn_id: "turn".into(),
                 last_agent_message: Some("The answer.".into()),
+                completed_at: None,
+                duration_ms: None,
             }),
         );
         assert_eq!(end, "tokens used: 42\n");

@@ -116,6 +116,9 @@ pub struct SessionConfiguredEvent {
 pub struct TaskStartedEvent {
     /// The turn's id.
     pub turn_id: String,
+    /// When the turn started (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
     /// The model's context window, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_context_window: Option<u64>,
@@ -445,6 +448,9 @@ pub struct ContextCompactedEvent {}
 pub struct StreamErrorEvent {
     /// What went wrong and that it is being retried.
     pub message: String,
+    /// What kind of failure is being retried, as Codex classifies it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_error_info: Option<CodexErrorInfo>,
 }
 
 /// Payload of `warning`.
@@ -459,6 +465,70 @@ pub struct WarningEvent {
 pub struct ErrorEvent {
     /// The error, with the provider's own message when it sent one.
     pub message: String,
+    /// What kind of error it is, as Codex classifies it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_error_info: Option<CodexErrorInfo>,
+    /// When it ends a turn (`turn_failed`): when the turn ended (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// When it ends a turn: how long the turn ran, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+}
+
+impl ErrorEvent {
+    /// An error saying `message`, unclassified, ending no turn.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            codex_error_info: None,
+            completed_at: None,
+            duration_ms: None,
+        }
+    }
+}
+
+/// Codex's classification of an error (`codex_error_info`), which clients act on
+/// (e.g. compact on `context_window_exceeded`, back off on too many failed attempts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodexErrorInfo {
+    /// The conversation does not fit the model's context window.
+    ContextWindowExceeded,
+    /// The account's usage limit is reached.
+    UsageLimitExceeded,
+    /// The provider is overloaded.
+    ServerOverloaded,
+    /// The provider failed internally (HTTP 500).
+    InternalServerError,
+    /// The credentials were refused.
+    Unauthorized,
+    /// The request was refused as invalid.
+    BadRequest,
+    /// The sandbox failed.
+    SandboxError,
+    /// The model server could not be reached.
+    HttpConnectionFailed {
+        /// The HTTP status, when there was one.
+        http_status_code: Option<u16>,
+    },
+    /// The response stream could not be opened.
+    ResponseStreamConnectionFailed {
+        /// The HTTP status, when there was one.
+        http_status_code: Option<u16>,
+    },
+    /// The response stream broke off before the response was complete.
+    ResponseStreamDisconnected {
+        /// The HTTP status, when there was one.
+        http_status_code: Option<u16>,
+    },
+    /// The request kept failing until the retries ran out.
+    ResponseTooManyFailedAttempts {
+        /// The last HTTP status.
+        http_status_code: Option<u16>,
+    },
+    /// Anything else.
+    Other,
 }
 
 /// Why a turn stopped early.
@@ -478,6 +548,12 @@ pub struct TurnAbortedEvent {
     pub turn_id: String,
     /// Why.
     pub reason: TurnAbortReason,
+    /// When it stopped (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// How long it ran, in milliseconds (absent when it stopped before it started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
 }
 
 /// Payload of `task_complete`.
@@ -487,6 +563,12 @@ pub struct TaskCompleteEvent {
     pub turn_id: String,
     /// The model's last message of the turn.
     pub last_agent_message: Option<String>,
+    /// When it finished (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// How long it ran, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
 }
 
 pub(crate) mod base64_bytes {
@@ -528,10 +610,13 @@ mod tests {
         let msg = EventMsg::TaskComplete(TaskCompleteEvent {
             turn_id: "1".into(),
             last_agent_message: Some("done".into()),
+            completed_at: Some(1_790_000_001),
+            duration_ms: Some(1500),
         });
         assert_eq!(
             serde_json::to_value(&msg).unwrap(),
-            json!({"type":"task_complete","turn_id":"1","last_agent_message":"done"})
+            json!({"type":"task_complete","turn_id":"1","last_agent_message":"done",
+                   "completed_at":1_790_000_001,"duration_ms":1500})
         );
     }
 

@@ -125,7 +125,12 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
         ThreadEventMsg::Warning(e) => vec![EventMsg::Warning(e.clone())],
         ThreadEventMsg::TurnComplete(e) => vec![EventMsg::TaskComplete(e.clone())],
         ThreadEventMsg::TurnAborted(e) => vec![EventMsg::TurnAborted(e.clone())],
-        ThreadEventMsg::TurnFailed(e) => vec![EventMsg::Error(e.clone())],
+        // Codex's `error` event carries no turn timing.
+        ThreadEventMsg::TurnFailed(e) => vec![EventMsg::Error(crate::ErrorEvent {
+            completed_at: None,
+            duration_ms: None,
+            ..e.clone()
+        })],
         ThreadEventMsg::ShutdownComplete => vec![EventMsg::ShutdownComplete],
     };
     msgs.into_iter()
@@ -311,9 +316,9 @@ mod tests {
 
     #[test]
     fn turn_ends_map_to_codex_turn_ends() {
-        let failed = legacy_events(&event(ThreadEventMsg::TurnFailed(crate::ErrorEvent {
-            message: "boom".into(),
-        })));
+        let failed = legacy_events(&event(ThreadEventMsg::TurnFailed(crate::ErrorEvent::new(
+            "boom",
+        ))));
         assert_eq!(kinds(&failed), ["error"]);
     }
 }

@@ -12,9 +12,10 @@
 //!   [`McpSession`] performs the MCP handshake; [`BackgroundWrite`] feeds a child that
 //!   may stop reading without blocking the test, and [`ProcessMemory`] reads its memory.
 //! - [`TestHome`] is a temporary `DEPUTY_HOME` configured to use the mock server, and
-//!   [`python_with_mcp`] provides a Python with the official MCP SDK and
-//!   [`NodeMcpSdk`] a Node installation of its TypeScript SDK and of OpenAI's Codex
-//!   TypeScript SDK, for interoperability tests.
+//!   [`python_with_mcp`] provides a Python with the official MCP SDK,
+//!   [`python312_with_app_server_sdks`] a Python 3.12 with the Python clients of Codex's
+//!   app-server, and [`NodeMcpSdk`] a Node installation of the MCP TypeScript SDK and of
+//!   OpenAI's Codex TypeScript SDK, for interoperability tests.
 //! - [`HostileRepository`] is a git repository whose configuration runs programs that
 //!   leave marks outside it, for the tests that prove none of them runs unconfined.
 //!
@@ -48,6 +49,7 @@ mod mock_server;
 mod node_env;
 mod process_memory;
 mod python_env;
+mod python_sdks;
 mod stdio_client;
 mod test_home;
 mod tool_setup;
@@ -58,5 +60,6 @@ pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, 
 pub use node_env::{CODEX_TS_SDK_VERSION, MCP_TS_SDK_VERSION, NodeMcpSdk};
 pub use process_memory::ProcessMemory;
 pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
+pub use python_sdks::{APP_SERVER_SDK_REQUIREMENTS, PYTHON312_VAR, python312_with_app_server_sdks};
 pub use stdio_client::{BackgroundWrite, McpSession, StdioClient};
 pub use test_home::TestHome;

@@ -34,7 +34,8 @@ pub struct ClientInfo {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
-    /// Whether it wants experimental methods and fields (none are offered).
+    /// Whether it wants Codex's experimental methods and fields (deputy sends the same
+    /// either way, e.g. `availableDecisions`).
     #[serde(default)]
     pub experimental_api: bool,
     /// Notification methods it does not want sent (exact method names).
@@ -74,7 +75,7 @@ pub enum SandboxPolicy {
     ExternalSandbox {
         /// Whether outbound network is allowed.
         #[serde(default)]
-        network_access: bool,
+        network_access: NetworkAccess,
     },
     /// Write in the cwd, temporary directories and extra roots.
     #[serde(rename_all = "camelCase")]
@@ -92,6 +93,73 @@ pub enum SandboxPolicy {
         #[serde(default)]
         exclude_slash_tmp: bool,
     },
+}
+
+/// Whether an external sandbox lets commands reach the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum NetworkAccess {
+    /// No outbound network.
+    #[default]
+    Restricted,
+    /// Outbound network allowed.
+    Enabled,
+}
+
+/// Who answers a thread's approval requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalsReviewer {
+    /// The client's user: deputy sends every approval request to the client.
+    User,
+}
+
+/// How hard a reasoning model thinks before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// No reasoning.
+    None,
+    /// As little as possible.
+    Minimal,
+    /// Light.
+    Low,
+    /// The provider's default.
+    Medium,
+    /// Deep.
+    High,
+    /// Deepest.
+    Xhigh,
+}
+
+/// A reasoning effort a model offers, with what it means.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningEffortOption {
+    /// The effort.
+    pub reasoning_effort: ReasoningEffort,
+    /// What it trades.
+    pub description: String,
+}
+
+/// A provider's processing tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceTier {
+    /// Faster, at a higher price.
+    Fast,
+    /// Slower, at a lower price.
+    Flex,
+}
+
+/// A kind of user input a model takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum InputModality {
+    /// Text.
+    Text,
+    /// Images.
+    Image,
 }
 
 /// Which front door started a thread.
@@ -195,4 +263,10 @@ pub struct Model {
     pub hidden: bool,
     /// Whether threads get it when nothing else is asked for.
     pub is_default: bool,
+    /// The effort used when none is asked for.
+    pub default_reasoning_effort: ReasoningEffort,
+    /// The efforts it can be asked for.
+    pub supported_reasoning_efforts: Vec<ReasoningEffortOption>,
+    /// What input it takes through deputy (text only: images are refused).
+    pub input_modalities: Vec<InputModality>,
 }

@@ -14,6 +14,7 @@ mod common;
 mod item;
 mod jsonrpc;
 mod notification;
+mod permissions;
 mod requests;
 mod thread;
 mod turn;
@@ -22,6 +23,7 @@ pub use common::*;
 pub use item::*;
 pub use jsonrpc::*;
 pub use notification::*;
+pub use permissions::*;
 pub use requests::*;
 pub use thread::*;
 pub use turn::*;
@@ -319,7 +321,7 @@ client_requests! {
     ThreadStart => "thread/start" (ThreadStartParams) -> ThreadStartResponse;
     /// Loads a saved thread (or joins a loaded one) and follows its events.
     ThreadResume => "thread/resume" (ThreadResumeParams) -> ThreadResumeResponse;
-    /// Saved threads, newest created first, a page at a time.
+    /// Saved threads by creation, newest first unless asked otherwise, a page at a time.
     ThreadList => "thread/list" (ThreadListParams) -> ThreadListResponse;
     /// One thread, with its turns and their items rebuilt from its event log.
     ThreadRead => "thread/read" (ThreadReadParams) -> ThreadReadResponse;
@@ -340,6 +342,8 @@ client_requests! {
 server_notifications! {
     /// A thread was started by `thread/start`.
     ThreadStarted => "thread/started" (ThreadStartedNotification);
+    /// A thread's status changed: a turn started or ended, an approval is awaited or answered.
+    ThreadStatusChanged => "thread/status/changed" (ThreadStatusChangedNotification);
     /// A thread was archived.
     ThreadArchived => "thread/archived" (ThreadArchivedNotification);
     /// A thread stopped (shut down or unloaded); resuming it loads it again.

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{RequestId, Thread, ThreadItem, Turn, TurnError};
+use super::{RequestId, Thread, ThreadItem, ThreadStatus, Turn, TurnError};
 
 /// Params of `thread/started`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -11,6 +11,16 @@ use super::{RequestId, Thread, ThreadItem, Turn, TurnError};
 pub struct ThreadStartedNotification {
     /// The new thread.
     pub thread: Thread,
+}
+
+/// Params of `thread/status/changed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStatusChangedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// Its new status.
+    pub status: ThreadStatus,
 }
 
 /// Params of `thread/archived`.

@@ -29,6 +29,9 @@ pub struct CommandExecutionRequestApprovalParams {
     /// What the command does, as far as it could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_actions: Option<Vec<CommandAction>>,
+    /// The answers the server takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_decisions: Option<Vec<ApprovalDecision>>,
 }
 
 /// The answer to `item/commandExecution/requestApproval`.
@@ -75,4 +78,14 @@ pub enum ApprovalDecision {
     Decline,
     /// Do not; the turn stops (`turn/completed` `interrupted`).
     Cancel,
+}
+
+impl ApprovalDecision {
+    /// Every decision, in the order a client would offer them.
+    pub const ALL: [Self; 4] = [
+        Self::Accept,
+        Self::AcceptForSession,
+        Self::Decline,
+        Self::Cancel,
+    ];
 }

@@ -7,7 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{AskForApproval, SandboxMode, SandboxPolicy, SessionSource, Turn};
+use super::{
+    ApprovalsReviewer, AskForApproval, PermissionProfile, ReasoningEffort, SandboxMode,
+    SandboxPolicy, ServiceTier, SessionSource, Turn,
+};
 
 /// A thread: one conversation, its settings and (when asked for) its turns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -142,8 +145,18 @@ pub struct ThreadStartResponse {
     pub cwd: PathBuf,
     /// Approval policy.
     pub approval_policy: AskForApproval,
+    /// Who answers approval requests (always the client's user).
+    pub approvals_reviewer: ApprovalsReviewer,
     /// Sandbox policy.
     pub sandbox: SandboxPolicy,
+    /// The same permissions in the newer spelling.
+    pub permission_profile: Option<PermissionProfile>,
+    /// The reasoning effort asked of the model (null: the provider's default).
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// The provider's processing tier (null: its default).
+    pub service_tier: Option<ServiceTier>,
+    /// The AGENTS.md files the thread's instructions come from, in the order read.
+    pub instruction_sources: Vec<PathBuf>,
 }
 
 /// Params of `thread/resume`: the thread, and settings that replace its saved ones.
@@ -176,13 +189,40 @@ pub struct ThreadListParams {
     /// Only threads whose working directory is this one.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// What to sort by: creation (the default) or last update.
+    #[serde(default)]
+    pub sort_key: Option<ThreadSortKey>,
+    /// Newest first (`desc`, the default) or oldest first (`asc`).
+    #[serde(default)]
+    pub sort_direction: Option<SortDirection>,
+}
+
+/// What `thread/list` sorts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadSortKey {
+    /// When the thread was created.
+    CreatedAt,
+    /// When it was last written.
+    UpdatedAt,
+}
+
+/// Which way a list runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortDirection {
+    /// Oldest first.
+    Asc,
+    /// Newest first.
+    #[default]
+    Desc,
 }
 
 /// Result of `thread/list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadListResponse {
-    /// The threads, newest created first, without turns.
+    /// The threads, in the order asked for, without turns.
     pub data: Vec<Thread>,
     /// Pass as `cursor` for the next page; null on the last one.
     pub next_cursor: Option<String>,

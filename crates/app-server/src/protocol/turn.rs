@@ -63,8 +63,8 @@ pub enum TurnStatus {
 pub struct TurnError {
     /// The error, with the provider's own message when it sent one.
     pub message: String,
-    /// Codex's error classification (always null).
-    pub codex_error_info: Option<Value>,
+    /// What kind of error it is, as Codex classifies it (null when unclassified).
+    pub codex_error_info: Option<CodexErrorInfo>,
     /// More detail, when there is some.
     #[serde(default)]
     pub additional_details: Option<String>,
@@ -79,6 +79,52 @@ impl TurnError {
             additional_details: None,
         }
     }
+}
+
+/// Codex's classification of an error, which clients act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CodexErrorInfo {
+    /// The conversation does not fit the model's context window.
+    ContextWindowExceeded,
+    /// The account's usage limit is reached.
+    UsageLimitExceeded,
+    /// The provider is overloaded.
+    ServerOverloaded,
+    /// The provider failed internally (HTTP 500).
+    InternalServerError,
+    /// The credentials were refused.
+    Unauthorized,
+    /// The request was refused as invalid.
+    BadRequest,
+    /// The sandbox failed.
+    SandboxError,
+    /// The model server could not be reached.
+    #[serde(rename_all = "camelCase")]
+    HttpConnectionFailed {
+        /// The HTTP status, when there was one.
+        http_status_code: Option<u16>,
+    },
+    /// The response stream could not be opened.
+    #[serde(rename_all = "camelCase")]
+    ResponseStreamConnectionFailed {
+        /// The HTTP status, when there was one.
+        http_status_code: Option<u16>,
+    },
+    /// The response stream broke off; it is retried, or the turn failed.
+    #[serde(rename_all = "camelCase")]
+    ResponseStreamDisconnected {
+        /// The HTTP status, when there was one.
+        http_status_code: Option<u16>,
+    },
+    /// The request kept failing until the retries ran out.
+    #[serde(rename_all = "camelCase")]
+    ResponseTooManyFailedAttempts {
+        /// The last HTTP status.
+        http_status_code: Option<u16>,
+    },
+    /// Anything else.
+    Other,
 }
 
 /// Params of `turn/start`. The settings apply to this turn and every later one.
@@ -101,6 +147,10 @@ pub struct TurnStartParams {
     /// Model name.
     #[serde(default)]
     pub model: Option<String>,
+    /// A JSON Schema the turn's final message must follow (this turn only): sent to the
+    /// model as a strict structured-output format.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
 }
 
 /// Result of `turn/start`: the new turn, `inProgress`.

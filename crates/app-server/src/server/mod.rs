@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use deputy_core::config::{ConfigLayers, ConfigOverrides, configured_models, json_to_toml};
+use deputy_core::project_doc::read_project_docs;
 use deputy_core::rollout::{RolloutError, find_rollout, session_summary};
 use deputy_core::{ResumeError, Thread, ThreadManager};
 use deputy_protocol::ThreadEvent;
@@ -18,11 +19,12 @@ use serde_json::Value;
 use crate::follower::{Command, Follower};
 use crate::outgoing::Outgoing;
 use crate::protocol::{
-    ClientMethod, ClientNotification, ClientRequest, InitializeParams, InitializeResponse,
-    JsonRpcError, Model, ModelListParams, ModelListResponse, RequestId, RequestParseError,
-    ThreadStartResponse, ThreadStatus, Turn, error_codes, methods,
+    ApprovalsReviewer, ClientMethod, ClientNotification, ClientRequest, InitializeParams,
+    InitializeResponse, InputModality, JsonRpcError, Model, ModelListParams, ModelListResponse,
+    ReasoningEffort, ReasoningEffortOption, RequestId, RequestParseError, ThreadStartResponse,
+    ThreadStatus, Turn, error_codes, methods,
 };
-use crate::shapes::{wire_sandbox_policy, wire_thread};
+use crate::shapes::{permission_profile, wire_sandbox_policy, wire_thread};
 
 /// A message from the client that the dispatcher handles, in order.
 #[derive(Debug)]
@@ -208,6 +210,11 @@ impl Server {
                 },
                 hidden: false,
                 is_default: m.is_default,
+                // deputy has no per-model table of efforts: it offers the common three and
+                // leaves the provider's own default (medium) in force.
+                default_reasoning_effort: ReasoningEffort::Medium,
+                supported_reasoning_efforts: reasoning_efforts(),
+                input_modalities: vec![InputModality::Text],
             })
             .collect();
         let end = start.saturating_add(data.len());
@@ -280,6 +287,14 @@ impl Server {
             .await?
             .map_err(|e| JsonRpcError::internal(e.to_string()))?;
         let config = thread.config();
+        let docs_config = config.clone();
+        // The files are read again: the thread keeps their text, not their names.
+        let (instruction_sources, permission_profile) = blocking(move || {
+            let sources = read_project_docs(&docs_config).sources;
+            let profile = permission_profile(&docs_config.sandbox_policy(), &docs_config.cwd);
+            (sources, profile)
+        })
+        .await?;
         let status = self.status_of(thread.id());
         Ok(ThreadStartResponse {
             thread: wire_thread(summary, status, turns),
@@ -287,7 +302,16 @@ impl Server {
             model_provider: config.model_provider_id.clone(),
             cwd: config.cwd.clone(),
             approval_policy: config.approval_policy,
+            approvals_reviewer: ApprovalsReviewer::User,
             sandbox: wire_sandbox_policy(config.sandbox_policy()),
+            permission_profile: Some(permission_profile),
+            // The configured effort, as sent to the model; one the wire enum lacks is null.
+            reasoning_effort: config
+                .model_reasoning_effort
+                .as_deref()
+                .and_then(|effort| serde_json::from_value(effort.into()).ok()),
+            service_tier: None,
+            instruction_sources,
         })
     }
 
@@ -339,6 +363,24 @@ impl Server {
         layers.overrides = overrides;
         Ok(layers)
     }
+}
+
+/// The efforts `model/list` offers for every model.
+fn reasoning_efforts() -> Vec<ReasoningEffortOption> {
+    [
+        (ReasoningEffort::Low, "Quicker answers, lighter reasoning"),
+        (
+            ReasoningEffort::Medium,
+            "The provider's default balance of speed and depth",
+        ),
+        (ReasoningEffort::High, "Deeper reasoning for hard problems"),
+    ]
+    .into_iter()
+    .map(|(reasoning_effort, description)| ReasoningEffortOption {
+        reasoning_effort,
+        description: description.to_string(),
+    })
+    .collect()
 }
 
 /// Every event of `thread` so far (replayed from memory and its rollout), deltas included.

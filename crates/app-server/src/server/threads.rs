@@ -1,17 +1,19 @@
 //! `thread/start`, `thread/resume`, `thread/list`, `thread/read` and `thread/archive`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use deputy_core::rollout::{
-    CreationQuery, archive_rollout, find_rollout, list_by_creation, read_events, session_summary,
+    CreationQuery, SessionPage, archive_rollout, find_rollout, list_by_creation, read_events,
+    session_summary,
 };
 
 use crate::history::turns_from_events;
 use crate::protocol::{
-    JsonRpcError, RequestId, ServerNotification, ThreadArchiveParams, ThreadArchiveResponse,
-    ThreadArchivedNotification, ThreadListParams, ThreadListResponse, ThreadReadParams,
-    ThreadReadResponse, ThreadResumeParams, ThreadStartParams, ThreadStartedNotification, methods,
+    JsonRpcError, RequestId, ServerNotification, SortDirection, ThreadArchiveParams,
+    ThreadArchiveResponse, ThreadArchivedNotification, ThreadListParams, ThreadListResponse,
+    ThreadReadParams, ThreadReadResponse, ThreadResumeParams, ThreadSortKey, ThreadStartParams,
+    ThreadStartedNotification, methods,
 };
 
 use crate::shapes::wire_thread;
@@ -86,23 +88,27 @@ impl Server {
     }
 
     pub(super) async fn thread_list(&self, params: ThreadListParams) -> Reply<methods::ThreadList> {
+        let by_update = params.sort_key == Some(ThreadSortKey::UpdatedAt);
+        let oldest_first = params.sort_direction == Some(SortDirection::Asc);
         let home = self.layers.deputy_home.clone();
         let limit = params.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE) as usize;
         let page = blocking(move || {
             let cwd = params.cwd.map(PathBuf::from);
-            list_by_creation(
-                &home,
-                CreationQuery {
-                    archived: params.archived.unwrap_or(false),
-                    cwd: cwd.as_deref(),
-                    before: params.cursor.as_deref(),
-                    limit,
-                },
-            )
+            let query = CreationQuery {
+                archived: params.archived.unwrap_or(false),
+                cwd: cwd.as_deref(),
+                before: params.cursor.as_deref(),
+                limit,
+                oldest_first,
+            };
+            if by_update {
+                page_by_update(&home, query)
+            } else {
+                list_by_creation(&home, query).map_err(|e| JsonRpcError::internal(e.to_string()))
+            }
         })
-        .await?
-        .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-        // The cursor is the last thread's id: the next page lists those created before it.
+        .await??;
+        // The cursor is the last thread's id: the next page lists those past it.
         let next_cursor = page
             .more
             .then(|| page.sessions.last().map(|s| s.id.clone()))
@@ -185,4 +191,35 @@ impl Server {
                 .await;
         }
     }
+}
+
+/// A page of `thread/list` by last update: every matching thread is read (as `deputy
+/// sessions list` reads them), ordered by update time, and the page continues after the
+/// cursor's thread where it now stands.
+fn page_by_update(home: &Path, query: CreationQuery<'_>) -> Result<SessionPage, JsonRpcError> {
+    let everything = CreationQuery {
+        before: None,
+        limit: usize::MAX,
+        ..query
+    };
+    let mut sessions = list_by_creation(home, everything)
+        .map_err(|e| JsonRpcError::internal(e.to_string()))?
+        .sessions;
+    sessions.sort_by(|a, b| (a.updated, &a.id).cmp(&(b.updated, &b.id)));
+    if !query.oldest_first {
+        sessions.reverse();
+    }
+    let start = match query.before {
+        None => 0,
+        Some(cursor) => {
+            1 + sessions
+                .iter()
+                .position(|s| s.id == cursor)
+                .ok_or_else(|| JsonRpcError::invalid_params(format!("unknown cursor `{cursor}`")))?
+        }
+    };
+    let mut sessions: Vec<_> = sessions.into_iter().skip(start).collect();
+    let more = sessions.len() > query.limit;
+    sessions.truncate(query.limit);
+    Ok(SessionPage { sessions, more })
 }

@@ -21,8 +21,17 @@ impl Server {
             approval_policy,
             sandbox_policy,
             model,
+            output_schema,
         } = params;
         let prepared = async {
+            if output_schema
+                .as_ref()
+                .is_some_and(|schema| !schema.is_object())
+            {
+                return Err(JsonRpcError::invalid_params(
+                    "`outputSchema` must be a JSON Schema object",
+                ));
+            }
             let items = input_items(input)?;
             let sandbox_policy = sandbox_policy.map(engine_sandbox_policy).transpose()?;
             let overrides = TurnOverrides {
@@ -52,6 +61,7 @@ impl Server {
                 id,
                 items,
                 overrides,
+                output_schema,
             },
         )
         .await;

@@ -23,7 +23,12 @@ fn event(msg: ThreadEventMsg) -> ThreadEvent {
 
 /// Each outbound message as the client would read it.
 fn wire(event: &ThreadEvent) -> Vec<Value> {
-    thread_event(event)
+    wire_started_at(event, None)
+}
+
+/// [`wire`], the event's turn having started at `started_at`.
+fn wire_started_at(event: &ThreadEvent, started_at: Option<i64>) -> Vec<Value> {
+    thread_event(event, started_at)
         .into_iter()
         .map(|out| match out {
             Outbound::Notify(n) => serde_json::from_str(&n.to_json().unwrap()).unwrap(),
@@ -111,55 +116,122 @@ fn an_approval_request_asks_about_the_item_and_its_answer_resolves_it() {
     }));
     assert_eq!(
         wire(&asked),
-        [json!({
-            "id": 0,
-            "method": "item/commandExecution/requestApproval",
-            "params": {
-                "threadId": "thread", "turnId": "turn", "itemId": "item",
-                "reason": "outside the sandbox", "command": "touch 'x y'", "cwd": "/w",
-                "commandActions": [{"type": "unknown", "command": "touch 'x y'"}],
-            },
-            "callId": "call",
-        })]
+        [
+            json!({"method": "thread/status/changed", "params": {
+                "threadId": "thread", "status": {"type": "active", "activeFlags": ["waitingOnApproval"]},
+            }}),
+            json!({
+                "id": 0,
+                "method": "item/commandExecution/requestApproval",
+                "params": {
+                    "threadId": "thread", "turnId": "turn", "itemId": "item",
+                    "reason": "outside the sandbox", "command": "touch 'x y'", "cwd": "/w",
+                    "commandActions": [{"type": "unknown", "command": "touch 'x y'"}],
+                    "availableDecisions": ["accept", "acceptForSession", "decline", "cancel"],
+                },
+                "callId": "call",
+            })
+        ]
     );
     let resolved = event(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
         item_id: "item".into(),
         call_id: "call".into(),
         decision: ReviewDecision::Approved,
     }));
-    assert_eq!(wire(&resolved), [json!({"resolved": "call"})]);
+    assert_eq!(
+        wire(&resolved),
+        [
+            json!({"resolved": "call"}),
+            json!({"method": "thread/status/changed", "params": {
+                "threadId": "thread", "status": {"type": "active", "activeFlags": []},
+            }}),
+        ]
+    );
 }
 
 #[test]
-fn turn_ends_map_to_turn_completed_statuses() {
+fn turn_starts_and_ends_carry_their_times_and_the_thread_status() {
+    let status = |status: Value| json!({"method": "thread/status/changed", "params": {"threadId": "thread", "status": status}});
     let started = event(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: "turn".into(),
+        started_at: Some(1_790_000_000),
         model_context_window: None,
     }));
     assert_eq!(
         wire(&started),
         [
+            status(json!({"type": "active", "activeFlags": []})),
             json!({"method": "turn/started", "params": {"threadId": "thread", "turn": {
                 "id": "turn", "items": [], "status": "inProgress", "error": null,
-                "startedAt": null, "completedAt": null, "durationMs": null,
+                "startedAt": 1_790_000_000, "completedAt": null, "durationMs": null,
             }}})
         ]
     );
     let aborted = event(ThreadEventMsg::TurnAborted(TurnAbortedEvent {
         turn_id: "turn".into(),
         reason: TurnAbortReason::Aborted,
+        completed_at: Some(1_790_000_003),
+        duration_ms: Some(2_500),
     }));
-    assert_eq!(wire(&aborted)[0]["params"]["turn"]["status"], "interrupted");
+    assert_eq!(
+        wire_started_at(&aborted, Some(1_790_000_000)),
+        [
+            status(json!({"type": "idle"})),
+            json!({"method": "turn/completed", "params": {"threadId": "thread", "turn": {
+                "id": "turn", "items": [], "status": "interrupted", "error": null,
+                "startedAt": 1_790_000_000, "completedAt": 1_790_000_003, "durationMs": 2_500,
+            }}})
+        ]
+    );
     let failed = wire(&event(ThreadEventMsg::TurnFailed(ErrorEvent {
-        message: "boom".into(),
+        codex_error_info: Some(engine::CodexErrorInfo::ResponseTooManyFailedAttempts {
+            http_status_code: Some(429),
+        }),
+        completed_at: Some(1_790_000_009),
+        duration_ms: Some(9_000),
+        ..ErrorEvent::new("boom")
     })));
-    assert_eq!(failed.len(), 2);
-    assert_eq!(failed[0]["method"], "error");
-    assert_eq!(failed[0]["params"]["willRetry"], false);
-    assert_eq!(failed[0]["params"]["error"]["message"], "boom");
-    assert_eq!(failed[1]["method"], "turn/completed");
-    assert_eq!(failed[1]["params"]["turn"]["status"], "failed");
-    assert_eq!(failed[1]["params"]["turn"]["error"]["message"], "boom");
+    let error = json!({
+        "message": "boom",
+        "codexErrorInfo": {"responseTooManyFailedAttempts": {"httpStatusCode": 429}},
+        "additionalDetails": null,
+    });
+    assert_eq!(
+        failed,
+        [
+            status(json!({"type": "systemError"})),
+            json!({"method": "error", "params": {
+                "error": error, "willRetry": false, "threadId": "thread", "turnId": "turn",
+            }}),
+            json!({"method": "turn/completed", "params": {"threadId": "thread", "turn": {
+                "id": "turn", "items": [], "status": "failed", "error": error,
+                "startedAt": null, "completedAt": 1_790_000_009, "durationMs": 9_000,
+            }}})
+        ]
+    );
+}
+
+#[test]
+fn a_retried_stream_error_is_classified_as_codex_classifies_it() {
+    let retried = wire(&event(ThreadEventMsg::StreamError(
+        deputy_protocol::StreamErrorEvent {
+            message: "model server returned 503; retrying 1/4".into(),
+            codex_error_info: Some(engine::CodexErrorInfo::ResponseStreamDisconnected {
+                http_status_code: Some(503),
+            }),
+        },
+    )));
+    assert_eq!(
+        retried,
+        [json!({"method": "error", "params": {
+            "error": {
+                "message": "model server returned 503; retrying 1/4",
+                "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 503}},
+                "additionalDetails": null,
+            },
+            "willRetry": true, "threadId": "thread", "turnId": "turn",
+        }})]
+    );
 }
 
 #[test]

@@ -49,6 +49,7 @@ fn an_accepted_command_runs_after_the_exact_approval_flow() {
             "command": "bash -lc 'touch created.txt'",
             "cwd": ws.display().to_string(),
             "commandActions": [{"type": "unknown", "command": "touch created.txt"}],
+            "availableDecisions": ["accept", "acceptForSession", "decline", "cancel"],
         })
     );
     let resolved = server.notification("serverRequest/resolved", |_| true);
@@ -69,16 +70,23 @@ fn an_accepted_command_runs_after_the_exact_approval_flow() {
         .filter(|l| {
             l.ends_with(":commandExecution")
                 || l.starts_with("request:")
+                || l.starts_with("thread/status/changed")
                 || l == "serverRequest/resolved"
+                || l == "turn/completed"
         })
         .collect();
     assert_eq!(
         labels,
         [
+            "thread/status/changed:active[]",
             "item/started:commandExecution",
+            "thread/status/changed:active[waitingOnApproval]",
             &format!("request:{EXEC_APPROVAL}"),
             "serverRequest/resolved",
+            "thread/status/changed:active[]",
             "item/completed:commandExecution",
+            "thread/status/changed:idle",
+            "turn/completed",
         ]
     );
 }

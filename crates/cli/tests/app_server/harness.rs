@@ -26,6 +26,8 @@ pub struct Setup {
     pub sandbox: &'static str,
     /// More top-level config lines.
     pub top_level: &'static str,
+    /// Arguments after `app-server` (Codex's launch flags).
+    pub args: &'static [&'static str],
 }
 
 impl Default for Setup {
@@ -34,17 +36,36 @@ impl Default for Setup {
             policy: "never",
             sandbox: "danger-full-access",
             top_level: "",
+            args: &[],
         }
     }
 }
 
 impl Setup {
+    /// A mock model and a home configured for it, for a client that starts the server
+    /// itself.
+    pub fn home(&self) -> (TestHome, MockModelServer) {
+        let model = MockModelServer::start();
+        let home = TestHome::new(&model.base_url());
+        let provider = TestHome::default_config(&model.base_url());
+        let (_, provider) = provider
+            .split_once("[model_providers.mock]")
+            .expect("the default config has a mock provider table");
+        home.write_config(&format!(
+            "model = \"mock-model\"\nmodel_provider = \"mock\"\n\
+             approval_policy = \"{}\"\nsandbox_mode = \"{}\"\n{}\n[model_providers.mock]{provider}",
+            self.policy, self.sandbox, self.top_level
+        ));
+        (home, model)
+    }
+
     /// `policy` and `sandbox`, nothing else.
     pub fn new(policy: &'static str, sandbox: &'static str) -> Self {
         Self {
             policy,
             sandbox,
             top_level: "",
+            args: &[],
         }
     }
 
@@ -57,18 +78,11 @@ impl Setup {
 
     /// Writes the config and starts the server, without the handshake.
     pub fn spawn(self) -> AppServer {
-        let model = MockModelServer::start();
-        let home = TestHome::new(&model.base_url());
-        let provider = TestHome::default_config(&model.base_url());
-        let (_, provider) = provider
-            .split_once("[model_providers.mock]")
-            .expect("the default config has a mock provider table");
-        home.write_config(&format!(
-            "model = \"mock-model\"\nmodel_provider = \"mock\"\n\
-             approval_policy = \"{}\"\nsandbox_mode = \"{}\"\n{}\n[model_providers.mock]{provider}",
-            self.policy, self.sandbox, self.top_level
-        ));
-        let client = spawn_client(&home, &["app-server"]);
+        let (home, model) = self.home();
+        let args: Vec<&str> = std::iter::once("app-server")
+            .chain(self.args.iter().copied())
+            .collect();
+        let client = spawn_client(&home, &args);
         AppServer {
             client,
             home,
@@ -287,9 +301,24 @@ pub fn id_of(value: &Value) -> String {
 }
 
 /// A short label for a message: `response:<id>`, `error:<id>`, `request:<method>`, or the
-/// notification's method, with the item type for `item/*` notifications.
+/// notification's method, with the item type for `item/*` notifications and the status
+/// (and what an active thread waits on) for `thread/status/changed`.
 pub fn label(message: &Value) -> String {
     let method = message["method"].as_str();
+    if method == Some("thread/status/changed") {
+        let status = &message["params"]["status"];
+        let flags = status["activeFlags"]
+            .as_array()
+            .map(|flags| {
+                let flags: Vec<&str> = flags.iter().filter_map(Value::as_str).collect();
+                format!("[{}]", flags.join(","))
+            })
+            .unwrap_or_default();
+        return format!(
+            "thread/status/changed:{}{flags}",
+            status["type"].as_str().unwrap_or("?")
+        );
+    }
     match (method, message.get("id")) {
         (None, Some(id)) if message.get("error").is_some() => format!("error:{id}"),
         (None, Some(id)) => format!("response:{id}"),

@@ -122,6 +122,80 @@ fn thread_list_pages_through_threads_newest_first() {
 }
 
 #[test]
+fn thread_list_runs_oldest_first_when_sort_direction_is_asc() {
+    let server = AppServer::start();
+    let made: Vec<String> = (0..3).map(|_| server.start_thread()).collect();
+    let ids = |page: &Value| -> Vec<String> {
+        page["data"].as_array().unwrap().iter().map(id_of).collect()
+    };
+
+    let first = server.request("thread/list", json!({"limit": 2, "sortDirection": "asc"}));
+    let first = server.result(first);
+    assert_eq!(ids(&first), [made[0].clone(), made[1].clone()]);
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let second = server.request(
+        "thread/list",
+        json!({"limit": 2, "cursor": cursor, "sortDirection": "asc", "sortKey": "created_at"}),
+    );
+    let second = server.result(second);
+    assert_eq!(ids(&second), [made[2].clone()]);
+    assert_eq!(second["nextCursor"], Value::Null);
+}
+
+#[test]
+fn thread_list_by_update_time_pages_in_either_direction() {
+    let server = AppServer::start();
+    let made: Vec<String> = (0..3).map(|_| server.start_thread()).collect();
+    // The first thread was written last, the second first.
+    for (thread, secs) in [
+        (&made[1], 1_700_000_100),
+        (&made[2], 1_700_000_200),
+        (&made[0], 1_700_000_300),
+    ] {
+        let id = server.request(
+            "thread/read",
+            json!({"threadId": thread, "includeTurns": false}),
+        );
+        let path = server.result(id)["thread"]["path"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let touched = std::process::Command::new("touch")
+            .args(["-m", "-d", &format!("@{secs}"), &path])
+            .status()
+            .unwrap();
+        assert!(touched.success());
+    }
+    let ids = |page: &Value| -> Vec<String> {
+        page["data"].as_array().unwrap().iter().map(id_of).collect()
+    };
+    let list = |params: Value| {
+        let id = server.request("thread/list", params);
+        server.result(id)
+    };
+
+    let first = list(json!({"sortKey": "updated_at", "limit": 2}));
+    assert_eq!(ids(&first), [made[0].clone(), made[2].clone()]);
+    assert_eq!(first["data"][0]["updatedAt"], 1_700_000_300);
+    let cursor = first["nextCursor"].clone();
+    let second = list(json!({"sortKey": "updated_at", "limit": 2, "cursor": cursor}));
+    assert_eq!(ids(&second), [made[1].clone()]);
+    assert_eq!(second["nextCursor"], Value::Null);
+
+    let oldest = list(json!({"sortKey": "updated_at", "sortDirection": "asc"}));
+    assert_eq!(
+        ids(&oldest),
+        [made[1].clone(), made[2].clone(), made[0].clone()]
+    );
+
+    let lost = server.request(
+        "thread/list",
+        json!({"sortKey": "updated_at", "cursor": "not-a-thread"}),
+    );
+    assert_eq!(server.error(lost)["code"], -32602);
+}
+
+#[test]
 fn an_archived_thread_leaves_the_list_and_cannot_be_resumed() {
     let server = AppServer::start();
     let kept = server.start_thread();

@@ -135,6 +135,7 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
         ));
         event(ThreadEventMsg::TurnStarted(TaskStartedEvent {
             turn_id: turn_id.clone(),
+            started_at: Some(1_790_000_000),
             model_context_window: Some(272_000),
         }));
         let user = ThreadItem::UserMessage(UserMessageItem {
@@ -241,6 +242,8 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
         event(ThreadEventMsg::TurnComplete(TaskCompleteEvent {
             turn_id: turn_id.clone(),
             last_agent_message: Some(answer),
+            completed_at: Some(1_790_000_020),
+            duration_ms: Some(20_000),
         }));
         records += 5;
         history += 1;

@@ -16,7 +16,7 @@ mod tests;
 
 use std::time::Duration;
 
-use deputy_protocol::{ResponseItem, TokenUsage};
+use deputy_protocol::{CodexErrorInfo, ResponseItem, TokenUsage};
 
 pub use model_client::ModelClient;
 pub use stream::ResponseStream;
@@ -81,6 +81,8 @@ pub struct RetryNotice {
     pub delay: Duration,
     /// What failed.
     pub reason: String,
+    /// The HTTP status that failed, when the server answered with one.
+    pub http_status: Option<u16>,
 }
 
 /// Why a model call failed.
@@ -121,6 +123,34 @@ impl ModelError {
     /// Whether the server could not be reached at all.
     pub fn is_connect(&self) -> bool {
         matches!(self, Self::Connect(_))
+    }
+
+    /// The HTTP status of an error status.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// How Codex classifies this error when it ends a turn. A status still failing once
+    /// the retries ran out is `internal_server_error` (500) or too many failed attempts
+    /// (429); other statuses are `other`, as Codex reports them.
+    pub fn codex_error_info(&self) -> CodexErrorInfo {
+        match self {
+            Self::Http { status: 500, .. } => CodexErrorInfo::InternalServerError,
+            Self::Http { status: 429, .. } => CodexErrorInfo::ResponseTooManyFailedAttempts {
+                http_status_code: Some(429),
+            },
+            Self::Connect(_) => CodexErrorInfo::HttpConnectionFailed {
+                http_status_code: None,
+            },
+            Self::Stream(_) => CodexErrorInfo::ResponseStreamDisconnected {
+                http_status_code: None,
+            },
+            Self::ContextWindowExceeded(_) => CodexErrorInfo::ContextWindowExceeded,
+            Self::Http { .. } | Self::Failed(_) | Self::Config(_) => CodexErrorInfo::Other,
+        }
     }
 }
 

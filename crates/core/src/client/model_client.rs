@@ -106,6 +106,7 @@ impl ModelClient {
                 max_retries,
                 delay,
                 reason: error.to_string(),
+                http_status: error.http_status(),
             });
             tokio::time::sleep(delay).await;
         }

@@ -224,3 +224,44 @@ async fn run(provider: ModelProviderInfo, prompt: &Prompt) -> Outcome {
         retries: retries.into_inner().unwrap(),
     }
 }
+
+#[test]
+fn errors_are_classified_as_codex_classifies_them() {
+    let http = |status| ModelError::Http {
+        status,
+        message: "no".into(),
+    };
+    let none = None;
+    for (error, expected) in [
+        (http(500), CodexErrorInfo::InternalServerError),
+        (
+            http(429),
+            CodexErrorInfo::ResponseTooManyFailedAttempts {
+                http_status_code: Some(429),
+            },
+        ),
+        (http(401), CodexErrorInfo::Other),
+        (http(503), CodexErrorInfo::Other),
+        (
+            ModelError::Connect("refused".into()),
+            CodexErrorInfo::HttpConnectionFailed {
+                http_status_code: none,
+            },
+        ),
+        (
+            ModelError::Stream("cut".into()),
+            CodexErrorInfo::ResponseStreamDisconnected {
+                http_status_code: none,
+            },
+        ),
+        (
+            ModelError::ContextWindowExceeded("long".into()),
+            CodexErrorInfo::ContextWindowExceeded,
+        ),
+        (ModelError::Failed("x".into()), CodexErrorInfo::Other),
+    ] {
+        assert_eq!(error.codex_error_info(), expected, "{error}");
+    }
+    assert_eq!(http(503).http_status(), Some(503));
+    assert_eq!(ModelError::Connect("x".into()).http_status(), None);
+}

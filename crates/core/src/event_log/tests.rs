@@ -259,9 +259,7 @@ async fn a_durable_publish_holds_later_events_until_it_is_delivered() {
             log.publish_durable(
                 Some("t"),
                 "",
-                ThreadEventMsg::TurnFailed(deputy_protocol::ErrorEvent {
-                    message: "end".into(),
-                }),
+                ThreadEventMsg::TurnFailed(deputy_protocol::ErrorEvent::new("end")),
             )
             .await
         })
@@ -279,6 +277,7 @@ async fn the_active_turn_is_cleared_when_its_end_is_delivered() {
         "s",
         ThreadEventMsg::TurnStarted(deputy_protocol::TaskStartedEvent {
             turn_id: "t1".into(),
+            started_at: None,
             model_context_window: None,
         }),
     );
@@ -289,6 +288,8 @@ async fn the_active_turn_is_cleared_when_its_end_is_delivered() {
         ThreadEventMsg::TurnComplete(deputy_protocol::TaskCompleteEvent {
             turn_id: "t1".into(),
             last_agent_message: None,
+            completed_at: None,
+            duration_ms: None,
         }),
     )
     .await;

@@ -16,9 +16,9 @@ mod output;
 use std::sync::Arc;
 
 use deputy_protocol::{
-    AskForApproval, EnteredReviewModeItem, ErrorEvent, ExitedReviewModeItem, InputItem, ItemEvent,
-    Op, ResponseItem, ReviewOutputEvent, ReviewRequest, SandboxMode, TaskCompleteEvent,
-    TaskStartedEvent, ThreadEventMsg, ThreadItem, TurnAbortReason, TurnAbortedEvent,
+    AskForApproval, CodexErrorInfo, EnteredReviewModeItem, ExitedReviewModeItem, InputItem,
+    ItemEvent, Op, ResponseItem, ReviewOutputEvent, ReviewRequest, SandboxMode, TaskStartedEvent,
+    ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +30,7 @@ use crate::config::Config;
 use crate::rollout::{RolloutRecorder, SessionMeta, SessionSource};
 use crate::thread::{Session, Thread, ThreadStart, spawn_thread};
 use crate::turn::new_item_id;
+use crate::turn_clock::TurnClock;
 
 /// The reviewer's instructions.
 pub const REVIEW_PROMPT: &str = include_str!("review_prompt.md");
@@ -46,7 +47,7 @@ pub(crate) async fn run_review(
     let config = match session.settings_for_turn(None) {
         Ok(settings) => settings.config,
         Err(why) => {
-            let failed = ThreadEventMsg::TurnFailed(ErrorEvent { message: why });
+            let failed = TurnClock::never_started().failed(why, CodexErrorInfo::BadRequest);
             session
                 .log
                 .publish_durable(Some(&turn_id), &submission_id, failed)
@@ -55,8 +56,10 @@ pub(crate) async fn run_review(
         }
     };
     session.record_turn_context(&turn_id, &config);
+    let (clock, started_at) = TurnClock::start();
     publish(ThreadEventMsg::TurnStarted(TaskStartedEvent {
         turn_id: turn_id.clone(),
+        started_at: Some(started_at),
         model_context_window: config.model_context_window,
     }));
     let entered = ThreadItem::EnteredReviewMode(EnteredReviewModeItem {
@@ -95,18 +98,10 @@ pub(crate) async fn run_review(
                 ResponseItem::user_text(format!("Review {}.", request.user_facing_hint)),
                 ResponseItem::assistant_text(rendered.clone()),
             ]);
-            ThreadEventMsg::TurnComplete(TaskCompleteEvent {
-                turn_id: turn_id.clone(),
-                last_agent_message: Some(rendered),
-            })
+            clock.completed(&turn_id, Some(rendered))
         }
-        Some(Err(why)) => ThreadEventMsg::TurnFailed(ErrorEvent {
-            message: format!("the review failed: {why}"),
-        }),
-        None => ThreadEventMsg::TurnAborted(TurnAbortedEvent {
-            turn_id: turn_id.clone(),
-            reason: TurnAbortReason::Interrupted,
-        }),
+        Some(Err(why)) => clock.failed(format!("the review failed: {why}"), CodexErrorInfo::Other),
+        None => clock.aborted(&turn_id, TurnAbortReason::Interrupted),
     };
     session
         .log

@@ -121,10 +121,13 @@ pub struct CreationQuery<'a> {
     pub archived: bool,
     /// Only sessions whose working directory is this one.
     pub cwd: Option<&'a Path>,
-    /// Only sessions created before this one (the previous page's last id).
+    /// Only sessions past this one in the listing's order (the previous page's last id):
+    /// created before it, or after it when `oldest_first`.
     pub before: Option<&'a str>,
     /// At most this many.
     pub limit: usize,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
 }
 
 /// [`list_sessions_by_creation`] with more choice: archived sessions, or only those of
@@ -148,9 +151,19 @@ pub fn list_by_creation(
     let mut files: Vec<(String, PathBuf, SystemTime)> = files
         .into_iter()
         .filter_map(|(path, updated)| Some((id_of_file(&path)?, path, updated)))
-        .filter(|(id, _, _)| before.as_ref().is_none_or(|before| id < before))
+        .filter(|(id, _, _)| {
+            before
+                .as_ref()
+                .is_none_or(|before| match query.oldest_first {
+                    false => id < before,
+                    true => id > before,
+                })
+        })
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by(|a, b| match query.oldest_first {
+        false => b.0.cmp(&a.0),
+        true => a.0.cmp(&b.0),
+    });
     let mut sessions = Vec::new();
     let mut more = false;
     for (_, path, updated) in files {

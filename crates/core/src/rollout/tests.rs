@@ -104,6 +104,8 @@ pub(crate) async fn one_turn(home: &Path, id: &str) -> RolloutRecorder {
         ThreadEventMsg::TurnComplete(TaskCompleteEvent {
             turn_id: "1".into(),
             last_agent_message: Some("one file".into()),
+            completed_at: None,
+            duration_ms: None,
         }),
     ));
     recorder.sync().await.expect("sync");

@@ -334,6 +334,8 @@ mod tests {
             ThreadEventMsg::TurnComplete(TaskCompleteEvent {
                 turn_id: "old".into(),
                 last_agent_message: None,
+                completed_at: None,
+                duration_ms: None,
             }),
         ));
         snapshot.push(&request(3, "now", "b"));

@@ -153,6 +153,37 @@ async fn chat_request_without_tools_leaves_out_tools_and_tool_choice() {
 }
 
 #[tokio::test]
+async fn an_output_schema_is_a_strict_json_schema_format_on_both_wires() {
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let with_schema = Prompt {
+        output_schema: Some(schema.clone()),
+        ..prompt(vec![ResponseItem::user_text("decide")])
+    };
+    let responses = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
+    run(
+        provider(&responses.base_url, WireApi::Responses),
+        &with_schema,
+    )
+    .await
+    .ok_events();
+    assert_eq!(
+        responses.received()[0].body["text"],
+        json!({"format": {"type": "json_schema", "name": "codex_output_schema",
+            "schema": schema, "strict": true}})
+    );
+
+    let chat = TestServer::start(vec![Reply::Sse(chat_sse(&[]))]).await;
+    run(provider(&chat.base_url, WireApi::Chat), &with_schema)
+        .await
+        .ok_events();
+    assert_eq!(
+        chat.received()[0].body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "codex_output_schema",
+            "schema": schema, "strict": true}})
+    );
+}
+
+#[tokio::test]
 async fn bearer_key_headers_and_query_params_are_on_the_wire() {
     let server = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
     let mut provider = provider(&format!("{}/", server.base_url), WireApi::Responses);
