@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use deputy_core::driver::ApprovalRouter;
-use deputy_core::{Subscription, Thread, ThreadError};
+use deputy_core::{Subscription, Thread, ThreadError, TurnInput};
 use deputy_protocol::{
     InputItem, ReviewRequest, TaskStartedEvent, ThreadEvent, ThreadEventMsg, TurnOverrides,
 };
@@ -183,11 +183,13 @@ impl Following {
                 overrides,
                 output_schema,
             } => {
-                let submitted = self.thread.submit_turn_with(
+                let submitted = self.thread.submit_input(
                     submission_id(&id),
-                    items,
-                    overrides,
-                    output_schema,
+                    TurnInput {
+                        items,
+                        overrides,
+                        output_schema,
+                    },
                 );
                 self.started::<methods::TurnStart>(id, submitted, |turn, _| TurnStartResponse {
                     turn,

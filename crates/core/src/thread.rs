@@ -114,25 +114,11 @@ impl Thread {
         submission_id: String,
         items: Vec<InputItem>,
     ) -> Result<String, ThreadError> {
-        self.submit_turn_with(submission_id, items, None, None)
-    }
-
-    /// Like [`Thread::submit_turn`], the turn first changing the thread's settings
-    /// (for itself and every later turn) as `overrides` says, and its final message
-    /// held to `output_schema` (a JSON Schema, for this turn only).
-    pub fn submit_turn_with(
-        &self,
-        submission_id: String,
-        items: Vec<InputItem>,
-        overrides: Option<TurnOverrides>,
-        output_schema: Option<serde_json::Value>,
-    ) -> Result<String, ThreadError> {
         self.submit_input(
             submission_id,
             TurnInput {
                 items,
-                overrides,
-                output_schema: None,
+                ..TurnInput::default()
             },
         )
     }

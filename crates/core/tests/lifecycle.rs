@@ -275,7 +275,14 @@ async fn a_turns_overrides_stay_for_later_turns_and_across_a_restart() {
         sandbox_policy: None,
     };
     let two = thread
-        .submit_turn_with("2".into(), text("two"), Some(overrides), None)
+        .submit_input(
+            "2".into(),
+            deputy_core::TurnInput {
+                items: text("two"),
+                overrides: Some(overrides),
+                output_schema: None,
+            },
+        )
         .expect("submit");
     read_until(&thread, 0, ends(&two)).await;
     let three = thread
