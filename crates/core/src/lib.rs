@@ -15,6 +15,7 @@ pub mod command_safety;
 pub mod compact;
 pub mod config;
 pub mod context_window;
+pub mod display;
 pub mod driver;
 pub mod event_log;
 pub mod exec;

@@ -4,6 +4,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::OnceLock;
 
 use deputy_core::command_safety::escape_command_for_display;
+use deputy_core::display::escape_line;
 use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ReviewDecision};
 use tokio::sync::mpsc;
 
@@ -11,12 +12,14 @@ const NO_TTY_REASON: &str = "deputy exec has no terminal to ask for approval on;
 pass `-a never` so that nothing asks (the sandbox mode alone then limits commands), \
 or run it in a terminal";
 
-/// Asks whether to run a command.
+/// Asks whether to run a command, shown as the exact argv that will run (shell-quoted, its
+/// control and bidirectional characters escaped, like everything else the model wrote).
 pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
     let command = escape_command_for_display(&req.command);
-    let mut question = format!("Run `{command}` in {}?", req.cwd.display());
+    let cwd = escape_line(&req.cwd.to_string_lossy()).into_owned();
+    let mut question = format!("Run `{command}` in {cwd}?");
     if let Some(reason) = &req.reason {
-        question.push_str(&format!("\n  reason: {reason}"));
+        question.push_str(&format!("\n  reason: {}", escape_line(reason)));
     }
     ask(question).await
 }
@@ -28,11 +31,11 @@ pub(crate) async fn ask_patch(
     let files: Vec<String> = req
         .changes
         .keys()
-        .map(|p| p.display().to_string())
+        .map(|p| escape_line(&p.to_string_lossy()).into_owned())
         .collect();
     let mut question = format!("Apply a patch to {}?", files.join(", "));
     if let Some(reason) = &req.reason {
-        question.push_str(&format!("\n  reason: {reason}"));
+        question.push_str(&format!("\n  reason: {}", escape_line(reason)));
     }
     ask(question).await
 }

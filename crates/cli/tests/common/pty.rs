@@ -6,15 +6,18 @@ use deputy_test_support::TestHome;
 
 use super::DEPUTY;
 
-/// Runs argv[1:] with a pseudo-terminal as stdin and stderr, copies the terminal
-/// transcript to stderr and the child's stdout to stdout, and exits with the child's
-/// code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once that text has appeared.
+/// Runs argv[1:] with a pseudo-terminal as stdin and stderr (and stdout too with
+/// `PTY_STDOUT=1`), copies the terminal transcript to stderr and the child's stdout to
+/// stdout, and exits with the child's code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once
+/// that text has appeared.
 const PTY_DRIVER: &str = r#"
 import os, pty, select, subprocess, sys, time
 wait_for = os.environ.get("PTY_WAIT_FOR", "").encode()
 typed = os.environ.get("PTY_INPUT", "").encode()
+stdout_on_tty = os.environ.get("PTY_STDOUT") == "1"
 master, slave = pty.openpty()
-child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave,
+    stdout=slave if stdout_on_tty else subprocess.PIPE)
 os.close(slave)
 transcript, sent, deadline = b"", False, time.time() + 60
 while time.time() < deadline:
@@ -35,7 +38,7 @@ while time.time() < deadline:
         sent = True
 else:
     child.kill()
-out = child.stdout.read()
+out = b"" if stdout_on_tty else child.stdout.read()
 child.wait()
 sys.stderr.buffer.write(transcript)
 sys.stdout.buffer.write(out)
