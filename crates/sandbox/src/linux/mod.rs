@@ -3,6 +3,7 @@
 
 mod confine;
 mod descendants;
+mod escaped;
 mod filesystem;
 mod mount_guard;
 mod namespaced;
@@ -15,6 +16,7 @@ mod syscall_filter;
 
 use std::ffi::OsString;
 
+pub use escaped::{OwnChild, OwnChildren, adopt_orphans, kill_escaped};
 pub use probe::probe;
 
 use crate::launch_args::parse_launch_args;
