@@ -128,6 +128,11 @@ fn read_stat(pid: i32) -> Option<Stat> {
     })
 }
 
+/// The session of process `pid`, if it is still there.
+pub(super) fn session_of(pid: i32) -> Option<i32> {
+    read_stat(pid).map(|stat| stat.session)
+}
+
 /// The parent pid and start time from `/proc/<pid>/stat`.
 fn parent_and_start(pid: i32) -> Option<(i32, u64)> {
     read_stat(pid).map(|stat| (stat.ppid, stat.start_time))

@@ -17,7 +17,7 @@ use nix::sys::prctl;
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getpid, getsid};
 
-use super::descendants::{ProcessTable, kill};
+use super::descendants::{ProcessTable, kill, session_of};
 
 /// How long [`kill_escaped`] keeps at it against a tree that goes on forking.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(5);
@@ -79,6 +79,30 @@ impl Drop for OwnChild<'_> {
     }
 }
 
+/// Whether any child of this process outside `my_session` is not in `own`, from the kernel's
+/// per-thread child lists: a few small reads, where scanning `/proc` reads every process.
+/// `true` when the lists are missing (kernels built without them), so that the scan decides.
+fn may_have_escaped(my_session: i32, own: &OwnChildren) -> bool {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return true;
+    };
+    let own = own.lock();
+    for task in tasks.flatten() {
+        let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+            return true;
+        };
+        for pid in children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            if !own.contains_key(&pid) && session_of(pid).is_none_or(|s| s != my_session) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// SIGKILLs every child of this process that lives in another session and is not in `own`,
 /// with everything below it, and reaps those children; returns how many processes it killed.
 ///
@@ -89,6 +113,9 @@ pub fn kill_escaped(own: &OwnChildren) -> usize {
     let Ok(my_session) = getsid(None) else {
         return 0;
     };
+    if !may_have_escaped(my_session.as_raw(), own) {
+        return 0;
+    }
     let deadline = Instant::now() + GIVE_UP_AFTER;
     let mut killed = HashSet::new();
     loop {
@@ -123,5 +150,62 @@ pub fn kill_escaped(own: &OwnChildren) -> usize {
             // Only these children: the caller waits for its own.
             let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+
+    use super::*;
+
+    fn sleeper(new_session: bool) -> Command {
+        let mut command = Command::new("sleep");
+        command.arg("1000");
+        if new_session {
+            // SAFETY: setsid(2) is async-signal-safe.
+            unsafe {
+                command.pre_exec(|| {
+                    nix::unistd::setsid()?;
+                    Ok(())
+                });
+            }
+        }
+        command
+    }
+
+    fn is_running(child: &mut Child) -> bool {
+        matches!(child.try_wait(), Ok(None))
+    }
+
+    #[test]
+    fn only_children_in_other_sessions_not_started_as_own_are_killed() {
+        static OWN: OwnChildren = OwnChildren::new();
+        let mut same_session = sleeper(false).spawn().expect("spawn");
+        let (mut own, guard) = OWN
+            .start(|| sleeper(true).spawn(), |child| Some(child.id()))
+            .expect("spawn");
+        let escaped = sleeper(true).spawn().expect("spawn");
+        let escaped_pid = escaped.id() as i32;
+        // Not waited for by anyone here, as an adopted orphan is not.
+        std::mem::forget(escaped);
+
+        let killed = kill_escaped(&OWN);
+
+        let gone = matches!(
+            waitpid(Pid::from_raw(escaped_pid), Some(WaitPidFlag::WNOHANG)),
+            Err(nix::errno::Errno::ECHILD)
+        );
+        let (same_alive, own_alive) = (is_running(&mut same_session), is_running(&mut own));
+        for child in [&mut same_session, &mut own] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        drop(guard);
+        assert!(gone, "the escaped child was not killed and reaped");
+        assert!(killed >= 1);
+        assert!(same_alive, "a child in our own session was killed");
+        assert!(own_alive, "a child started as our own was killed");
     }
 }
