@@ -13,6 +13,7 @@ mod probe;
 mod subreaper;
 mod supervisor;
 mod syscall_filter;
+mod terminal_guard;
 
 use std::ffi::OsString;
 
