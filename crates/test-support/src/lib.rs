@@ -14,6 +14,8 @@
 //! - [`TestHome`] is a temporary `DEPUTY_HOME` configured to use the mock server, and
 //!   [`python_with_mcp`] provides a Python with the official MCP SDK and
 //!   [`NodeMcpSdk`] a Node installation of its TypeScript SDK, for interoperability tests.
+//! - [`random_input`] feeds the parsers' property tests: mutated samples, random JSON, a
+//!   case count (`PROPTEST_CASES`) and a watchdog against hangs.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -44,6 +46,7 @@ mod mock_server;
 mod node_env;
 mod process_memory;
 mod python_env;
+pub mod random_input;
 mod stdio_client;
 mod test_home;
 mod tool_setup;
