@@ -18,6 +18,8 @@ mod follower;
 mod history;
 mod outgoing;
 pub mod protocol;
+#[cfg(test)]
+mod random_input;
 pub mod schema;
 mod server;
 mod shapes;

@@ -285,3 +285,11 @@ fn an_empty_override_value_and_an_empty_model_are_refused() {
     let err = layers(&home).load().unwrap_err().to_string();
     assert!(err.contains("`model` is empty"), "{err}");
 }
+
+#[test]
+fn a_well_formed_value_no_type_holds_is_still_a_clear_error() {
+    // Found by config::random_input: the syntax is fine, only the full read overflows.
+    let home = home_with("model = \"m\"\nlimit = 999e999\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(err.contains("config.toml:2: invalid TOML"), "{err}");
+}
