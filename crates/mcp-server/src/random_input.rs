@@ -6,58 +6,17 @@
 //! CI runs 256 cases of each; `PROPTEST_CASES=100000 cargo test -p deputy-mcp-server --lib
 //! random_input` runs more.
 
-use std::collections::VecDeque;
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use deputy_test_support::random_input::{config, mutated, within};
+use deputy_test_support::random_input::{Pieces, config, mutated, within};
 use proptest::prelude::*;
 use serde_json::Value;
-use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::inbound::{Inbound, classify};
 use crate::line_reader::{KEPT_EDGE_BYTES, Line, LineReader, OversizeLine};
 
 /// How long one case may take before it counts as a hang.
 const HANG: Duration = Duration::from_secs(10);
-
-/// Input handed over in the given pieces, one per read, as a pipe may.
-struct Pieces(VecDeque<Vec<u8>>);
-
-impl AsyncRead for Pieces {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if let Some(front) = self.0.front_mut() {
-            let n = front.len().min(buf.remaining());
-            buf.put_slice(&front[..n]);
-            front.drain(..n);
-            if front.is_empty() {
-                self.0.pop_front();
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// `input` cut into pieces of the given sizes (cycled).
-fn pieces(input: &[u8], sizes: &[usize]) -> Pieces {
-    let mut out = VecDeque::new();
-    let mut rest = input;
-    for size in sizes.iter().cycle() {
-        if rest.is_empty() {
-            break;
-        }
-        let (piece, after) = rest.split_at((*size).clamp(1, rest.len()));
-        out.push_back(piece.to_vec());
-        rest = after;
-    }
-    Pieces(out)
-}
 
 /// What the reader must return for `input` with `limit`.
 fn expected_lines(input: &[u8], limit: usize) -> Vec<Line> {
@@ -202,7 +161,7 @@ proptest! {
             input.push(b'\n');
         }
         let expected = expected_lines(&input, limit);
-        let source = pieces(&input, &sizes);
+        let source = Pieces::new(&input, &sizes);
         let read = within(HANG, move || read_all(source, limit));
         prop_assert_eq!(read, expected);
     }

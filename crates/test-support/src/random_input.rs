@@ -18,11 +18,15 @@
 //!     .unwrap();
 //! ```
 
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::Value;
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The proptest configuration of a parser test: `ci_cases` cases, unless the environment
 /// variable `PROPTEST_CASES` asks for another number (for a longer run by hand).
@@ -210,4 +214,44 @@ pub fn json_value(keys: &'static [&'static str]) -> impl Strategy<Value = Value>
                 .prop_map(|map| Value::Object(map.into_iter().collect())),
         ]
     })
+}
+
+/// Input handed to a reader in pieces of the given sizes (cycled), one piece per read, as a
+/// pipe may hand it over: the reader's state across reads gets exercised.
+#[derive(Debug)]
+pub struct Pieces(VecDeque<Vec<u8>>);
+
+impl Pieces {
+    /// `input` cut into pieces of `sizes` (each at least one byte).
+    pub fn new(input: &[u8], sizes: &[usize]) -> Self {
+        let mut pieces = VecDeque::new();
+        let mut rest = input;
+        for size in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (piece, after) = rest.split_at((*size).clamp(1, rest.len()));
+            pieces.push_back(piece.to_vec());
+            rest = after;
+        }
+        Self(pieces)
+    }
+}
+
+impl AsyncRead for Pieces {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if let Some(front) = self.0.front_mut() {
+            let n = front.len().min(buf.remaining());
+            buf.put_slice(&front[..n]);
+            front.drain(..n);
+            if front.is_empty() {
+                self.0.pop_front();
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
 }

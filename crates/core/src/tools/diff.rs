@@ -164,14 +164,11 @@ mod tests {
             nix::sys::stat::Mode::from_bits_truncate(0o600),
         )
         .unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
         let cwd = dir.path().to_path_buf();
-        std::thread::spawn(move || {
-            let _ = tx.send(tracker.diff(&cwd));
-        });
-        let diff = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("the diff waited on the FIFO");
+        let diff = deputy_test_support::random_input::within(
+            std::time::Duration::from_secs(60),
+            move || tracker.diff(&cwd),
+        );
         assert!(diff.contains("deleted file mode"), "{diff}");
     }
 }

@@ -1,6 +1,8 @@
 use std::os::unix::fs::symlink;
 use std::sync::mpsc;
 
+use deputy_test_support::random_input::within;
+
 use super::*;
 
 /// A repository root (canonical, as callers pass it) with an `outside` directory beside it.
@@ -29,15 +31,9 @@ fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o600)).expect("mkfifo");
 }
 
-/// Runs `read` on a thread of its own and fails the test if it takes a minute: a FIFO
-/// opened the usual way would block it forever.
+/// A FIFO opened the usual way would block the read forever: a minute is a hang.
 fn without_hanging<T: Send + 'static>(read: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(read());
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("the read hung")
+    within(Duration::from_secs(60), read)
 }
 
 fn text(read: Result<Option<Capped>, UnreadableFile>) -> String {
