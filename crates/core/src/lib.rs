@@ -30,7 +30,7 @@ mod thread;
 mod thread_manager;
 pub mod tools;
 mod turn;
-pub mod untrusted_file;
+mod untrusted_file;
 
 pub use event_log::{Lagged, Subscription};
 pub use thread::{Thread, ThreadError, TurnEvents};

@@ -450,8 +450,6 @@ enum QueuedKind {
     Review(ReviewRequest),
 }
 
-/// Routes ops until shutdown or until every handle is gone (the channel closes),
-/// running one turn at a time, then stops any running turn.
 /// Appends a new thread's AGENTS.md instructions to its history (right after the developer
 /// messages, before any turn) and reports the files that were skipped or cut.
 async fn add_project_instructions(session: &Session) {
@@ -465,6 +463,8 @@ async fn add_project_instructions(session: &Session) {
     }
 }
 
+/// Routes ops until shutdown or until every handle is gone (the channel closes),
+/// running one turn at a time, then stops any running turn.
 async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver<Submission>) {
     let mut running: Option<RunningTurn> = None;
     let mut queue: VecDeque<QueuedTurn> = VecDeque::new();
