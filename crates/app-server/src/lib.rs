@@ -20,6 +20,8 @@ mod history;
 mod listen;
 mod outgoing;
 pub mod protocol;
+#[cfg(test)]
+mod random_input;
 pub mod schema;
 mod server;
 mod shapes;

@@ -1,4 +1,4 @@
-//! Arbitrary input never panics: not the parser, the planner, the writer, nor
+//! Arbitrary input never panics or hangs: not the parser, the planner, the writer, nor
 //! the argv extractor.
 
 #![allow(
@@ -176,21 +176,48 @@ fn the_unmutated_patch_applies() {
     );
 }
 
+/// 256 cases in CI (about a second); `PROPTEST_CASES=100000 cargo test -p deputy-apply-patch
+/// --test no_panic` runs more.
+fn cases() -> ProptestConfig {
+    let mut config = ProptestConfig::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = 256;
+    }
+    config
+}
+
+/// Runs `work` on a thread of its own and fails the test if it takes a minute: whatever the
+/// input, parsing and applying must end.
+fn without_hanging(work: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        work();
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("parsing and applying the patch hung (or panicked)");
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(cases())]
 
     #[test]
     fn arbitrary_text_never_panics(text in "[\\PC\\n\\r\\t]{0,400}") {
-        exercise(&text);
-        let _ = extract_patch_from_argv(&["bash".to_owned(), "-lc".to_owned(), text.clone()]);
+        without_hanging(move || {
+            exercise(&text);
+            let _ = extract_patch_from_argv(&["bash".to_owned(), "-lc".to_owned(), text.clone()]);
+        });
     }
 
     #[test]
     fn mutated_valid_patches_never_panic(mutations in prop::collection::vec(mutation(), 0..6)) {
         let text = mutate(VALID, &mutations);
-        exercise(&text);
-        exercise(&text.replace('\n', "\r\n"));
-        let script = format!("cd d && apply_patch <<'EOF'\n{text}\nEOF\n");
-        let _ = extract_patch_from_argv(&["bash".to_owned(), "-lc".to_owned(), script]);
+        without_hanging(move || {
+            exercise(&text);
+            exercise(&text.replace('\n', "\r\n"));
+            let script = format!("cd d && apply_patch <<'EOF'\n{text}\nEOF\n");
+            let _ = extract_patch_from_argv(&["bash".to_owned(), "-lc".to_owned(), script]);
+        });
     }
 }

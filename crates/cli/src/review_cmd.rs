@@ -16,6 +16,7 @@ use clap::{ArgGroup, Args};
 use deputy_core::ThreadManager;
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::config::{ConfigLayers, ConfigOverrides};
+use deputy_core::display::{escape_line, escape_text};
 use deputy_core::driver::{ReviewTurnRequest, TurnObserver, TurnOutcome, drive_review};
 use deputy_core::rollout::SessionSource;
 use deputy_protocol::{
@@ -140,7 +141,8 @@ pub(crate) fn run(mut layers: ConfigLayers, args: ReviewArgs) -> anyhow::Result<
                     serde_json::to_string_pretty(&output)? + "\n"
                 } else {
                     let here = std::env::current_dir().unwrap_or_default();
-                    render(&output, &here)
+                    // Every word of it is the reviewer's: shown with controls escaped.
+                    escape_text(&render(&output, &here)).into_owned()
                 };
                 let mut stdout = std::io::stdout().lock();
                 stdout.write_all(text.as_bytes())?;
@@ -238,7 +240,7 @@ impl TurnObserver for Progress {
         let mut stderr = std::io::stderr().lock();
         for legacy in legacy_events(event) {
             if let Some(line) = progress_line(&legacy.msg) {
-                let _ = writeln!(stderr, "{line}");
+                let _ = writeln!(stderr, "{}", escape_line(&line));
                 self.wrote = true;
             }
         }

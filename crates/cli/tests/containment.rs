@@ -370,3 +370,109 @@ fn a_timed_out_command_leaves_nothing_behind() {
         );
     }
 }
+
+/// A script that starts two sleepers carrying `marker` (each touches its file once it runs),
+/// waits for both, then SIGKILLs its parent: its launcher, or, confined, the namespace's init
+/// (which ignores it) — unconfined, the kill works and nothing is left to kill the sleepers.
+fn supervisor_killer(marker: &str) -> String {
+    let sleeper = |file: &str| {
+        format!(
+            "{python} -c 'import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); \
+             time.sleep(1000)' {file} {marker} &",
+            python = python()
+        )
+    };
+    format!(
+        "{} {} while [ ! -e up-1 ] || [ ! -e up-2 ]; do sleep 0.05; done; kill -9 $PPID",
+        sleeper("up-1"),
+        sleeper("up-2")
+    )
+}
+
+#[test]
+fn a_command_that_kills_its_launcher_leaves_nothing_after_it_or_after_deputy() {
+    require_sandbox!();
+    let server = Server::start(json!({}));
+    let mut markers = Vec::new();
+    for mode in ["workspace-write", "danger-full-access"] {
+        let marker = unique_marker("killer");
+        for file in ["up-1", "up-2"] {
+            let _ = std::fs::remove_file(server.ws.join(file));
+        }
+        let step = Step {
+            call_id: "killer",
+            turn: MockResponse::function_call_turn(
+                "killer",
+                "shell_command",
+                json!({"command": supervisor_killer(&marker), "timeout_ms": 60_000}),
+            ),
+        };
+        let first = server.model.requests().len();
+        let id = server.start_turn(mode, "never", &[step]);
+        server.finish_turn(id);
+        let told = server.told_after(first, "killer");
+        let survivors = survivors_after(&marker, GONE_WITHIN);
+        kill_all_with(&marker);
+        assert!(
+            server.ws.join("up-1").exists() && server.ws.join("up-2").exists(),
+            "{mode}: the sleepers never ran: {told}"
+        );
+        assert!(
+            survivors.is_empty(),
+            "{mode}: {survivors:?} outlived the command ({told})"
+        );
+        markers.push(marker);
+    }
+    // SAFETY: kill(2) only sends a signal, to the server this test started.
+    unsafe { libc::kill(server.client.pid() as i32, libc::SIGTERM) };
+    let status = server.client.wait_exit(GONE_WITHIN);
+    for marker in &markers {
+        assert!(
+            processes_with(marker).is_empty(),
+            "{marker} outlived deputy"
+        );
+    }
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(128 + libc::SIGTERM),
+        "deputy did not stop on SIGTERM"
+    );
+}
+
+#[test]
+fn a_command_that_kills_its_launcher_leaves_nothing_after_a_sigkilled_deputy_exec() {
+    let model = MockModelServer::start();
+    let marker = unique_marker("killer-exec");
+    model.push_all([
+        MockResponse::function_call_turn(
+            "killer",
+            "shell_command",
+            json!({"command": supervisor_killer(&marker), "timeout_ms": 60_000}),
+        ),
+        // deputy waits here, after the command, until it is killed.
+        MockResponse::text_turn("unreachable").stall_after(0),
+    ]);
+    let home = TestHome::new(&model.base_url());
+    let mut exec = home
+        .command(env!("CARGO_BIN_EXE_deputy"))
+        .args(["exec", "-a", "never", "-s", "danger-full-access", "go"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn deputy exec");
+    let after_the_command = model.wait_for_requests(2, WAIT);
+    let _ = exec.kill();
+    let _ = exec.wait();
+    let survivors = survivors_after(&marker, GONE_WITHIN);
+    kill_all_with(&marker);
+    assert!(after_the_command.is_ok(), "the command never ended");
+    assert!(
+        home.workspace().join("up-1").exists() && home.workspace().join("up-2").exists(),
+        "the sleepers never ran"
+    );
+    assert!(
+        survivors.is_empty(),
+        "{survivors:?} outlived the command and deputy exec"
+    );
+}

@@ -291,3 +291,98 @@ fn a_line_typed_after_an_answer_does_not_answer_the_next_question() {
         );
     }
 }
+
+/// A 64-bit program that pushes `yes\n` into `$INJECT_TTY` through the 32-bit system call
+/// door (`int 0x80`, where ioctl is number 54), which a filter of 64-bit numbers alone does
+/// not see. Its data lives below 4 GiB (`-no-pie`), as 32-bit calls need.
+const INJECT_I386: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+static char bytes[] = "yes\n";
+int main(void) {
+    int fd = open(getenv("INJECT_TTY"), O_RDONLY | O_NOCTTY);
+    if (fd < 0) { perror("open"); return 2; }
+    int injected = 0;
+    for (int i = 0; i < 4; i++) {
+        long ret;
+        __asm__ volatile("int $0x80" : "=a"(ret)
+                         : "a"(54L), "b"((long)fd), "c"((long)TIOCSTI), "d"(&bytes[i])
+                         : "memory");
+        if (ret == 0) injected++;
+        else printf("i386 ioctl: %ld\n", ret);
+    }
+    printf("injected %d\n", injected);
+    return 0;
+}
+"#;
+
+/// Compiles [`INJECT_I386`] into `dir`; `None` (saying why) where that cannot be done.
+fn compile_i386_injector(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("skipping: the 32-bit x86 system call door exists on x86_64 only");
+        return None;
+    }
+    let source = dir.join("inject_i386.c");
+    let binary = dir.join("inject_i386");
+    std::fs::write(&source, INJECT_I386).expect("write the C source");
+    let compiled = Command::new("gcc")
+        .args(["-O2", "-no-pie", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .output();
+    match compiled {
+        Ok(out) if out.status.success() => Some(binary),
+        Ok(out) => {
+            eprintln!(
+                "skipping: gcc failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            None
+        }
+        Err(err) => {
+            eprintln!("skipping: no C compiler to build the injector ({err})");
+            None
+        }
+    }
+}
+
+#[test]
+fn no_command_injects_into_the_terminal_through_32_bit_system_calls_in_any_mode() {
+    require_sandbox!();
+    if !has_pty() {
+        return;
+    }
+    let (_ws, ws) = workspace();
+    let Some(injector) = compile_i386_injector(&ws) else {
+        return;
+    };
+    let injector = injector.to_str().expect("utf-8 path");
+    // The control: run bare, it does inject (else this kernel has no 32-bit door, or
+    // refuses TIOCSTI by itself, and there is nothing to show).
+    let control = on_pty(&[injector]);
+    if !stdout(&control).contains("yes") {
+        eprintln!(
+            "skipping: the injector cannot inject here even unconfined: {}",
+            stdout(&control)
+        );
+        return;
+    }
+    let ws = ws.to_str().expect("utf-8 path");
+    for mode in ["read-only", "workspace-write", "danger-full-access"] {
+        let deputy = env!("CARGO_BIN_EXE_deputy");
+        let run = on_pty(&[deputy, "sandbox", "-s", mode, "-C", ws, "--", injector]);
+        assert_eq!(
+            stdout(&run).trim(),
+            "queued=b''",
+            "{mode}: bytes were pushed into the terminal; it showed:\n{}",
+            stderr(&run)
+        );
+        assert!(
+            !stderr(&run).contains("injected 4"),
+            "{mode}: {}",
+            stderr(&run)
+        );
+    }
+}

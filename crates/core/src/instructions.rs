@@ -15,14 +15,11 @@ pub(crate) fn base_instructions(config: &Config) -> String {
         .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string())
 }
 
-/// What a new thread's history starts with: the developer messages, then the
-/// AGENTS.md instructions when there are any; and warnings about AGENTS.md files
-/// that were skipped or cut, for the user.
-pub(crate) fn initial_context(config: &Config) -> (Vec<ResponseItem>, Vec<String>) {
-    let mut items = initial_developer_messages(config);
-    let docs = project_doc::read_project_docs(config);
-    items.extend(docs.message(&config.cwd));
-    (items, docs.warnings)
+/// The AGENTS.md instructions message for a new thread, when there are any, and warnings
+/// about files that were skipped or cut, for the user. Read off the async runtime.
+pub(crate) async fn project_instructions(config: &Config) -> (Option<ResponseItem>, Vec<String>) {
+    let docs = project_doc::load_project_docs(config).await;
+    (docs.message(&config.cwd), docs.warnings)
 }
 
 /// Whether `item` belongs to a thread's initial context (developer and system
@@ -36,9 +33,11 @@ pub(crate) fn is_initial_context(item: &ResponseItem) -> bool {
     }
 }
 
-/// Developer messages a new thread starts with: the environment and
-/// permissions, then the caller's `developer-instructions`.
-fn initial_developer_messages(config: &Config) -> Vec<ResponseItem> {
+/// What a new thread's history starts with: the developer messages (the environment and
+/// permissions, then the caller's `developer-instructions`). The AGENTS.md instructions
+/// follow them once read, by the thread itself ([`project_instructions`]), so that starting
+/// a thread never waits on the project's files.
+pub(crate) fn initial_context(config: &Config) -> Vec<ResponseItem> {
     let mut items = vec![ResponseItem::developer_text(environment_context(config))];
     if let Some(text) = config
         .developer_instructions

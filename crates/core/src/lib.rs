@@ -15,6 +15,7 @@ pub mod command_safety;
 pub mod compact;
 pub mod config;
 pub mod context_window;
+pub mod display;
 pub mod driver;
 pub mod event_log;
 pub mod exec;
@@ -30,6 +31,7 @@ mod thread_manager;
 pub mod tools;
 mod turn;
 mod turn_clock;
+mod untrusted_file;
 pub mod user_input;
 
 pub use event_log::{Lagged, Subscription};

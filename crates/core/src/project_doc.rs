@@ -7,13 +7,21 @@
 //! one user message framed the way Codex frames it, so models trained on Codex's
 //! harness recognise it. A file that cannot be read or is not UTF-8 is left out with
 //! a warning; it never fails the thread.
+//!
+//! The project's files are the model's to write (a command can `mkfifo AGENTS.md`, or link
+//! it to `~/.ssh/id_rsa`), so they are read as [`crate::untrusted_file`] reads: beneath the
+//! repository root (the cwd outside a repository), links followed only while they stay
+//! there, anything but a regular file refused without waiting, and the whole read done off
+//! the async runtime, given up after [`PROJECT_DOC_READ_TIMEOUT`]. The global file is the
+//! user's own: a link there is followed wherever it leads, but it too must be a regular file.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use deputy_protocol::{ContentItem, ResponseItem};
 
 use crate::config::Config;
+use crate::untrusted_file::{self, Capped, UnreadableFile};
 
 /// The file name looked for in each directory.
 pub const PROJECT_DOC_FILENAME: &str = "AGENTS.md";
@@ -60,15 +68,37 @@ pub fn is_user_instructions(item: &ResponseItem) -> bool {
             .is_some_and(|text| text.starts_with(USER_INSTRUCTIONS_PREFIX))
 }
 
-/// Reads the AGENTS.md files for a thread configured by `config`.
-pub fn read_project_docs(config: &Config) -> ProjectDocs {
+/// How long reading the AGENTS.md files may take before the thread goes on without them.
+pub const PROJECT_DOC_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads the AGENTS.md files for a thread configured by `config` on the blocking pool; a
+/// read that takes longer than [`PROJECT_DOC_READ_TIMEOUT`] is given up with a warning.
+pub async fn load_project_docs(config: &Config) -> ProjectDocs {
+    let (home, cwd, max) = (
+        config.deputy_home.clone(),
+        config.cwd.clone(),
+        config.project_doc_max_bytes,
+    );
+    let read = move || read_docs(&home, &cwd, max);
+    match untrusted_file::off_runtime(PROJECT_DOC_READ_TIMEOUT, read).await {
+        Some(docs) => docs,
+        None => ProjectDocs {
+            warnings: vec![format!(
+                "AGENTS.md instructions: not read: the files could not be read within {} s",
+                PROJECT_DOC_READ_TIMEOUT.as_secs()
+            )],
+            ..ProjectDocs::default()
+        },
+    }
+}
+
+fn read_docs(deputy_home: &Path, cwd: &Path, max: usize) -> ProjectDocs {
     let mut docs = ProjectDocs::default();
-    let max = config.project_doc_max_bytes;
     if max == 0 {
         return docs;
     }
-    let global = config.deputy_home.join(PROJECT_DOC_FILENAME);
-    let project = discover_project_doc_paths(&config.cwd);
+    let global = deputy_home.join(PROJECT_DOC_FILENAME);
+    let (root, project) = project_doc_paths(cwd);
     let mut remaining = max;
     let mut global_text = None;
     let mut project_texts = Vec::new();
@@ -81,7 +111,13 @@ pub fn read_project_docs(config: &Config) -> ProjectDocs {
             cut_short.get_or_insert(path);
             continue;
         }
-        let read = match read_capped(&path, remaining) {
+        let opened = if is_global {
+            untrusted_file::read_file(&path, true, remaining)
+        } else {
+            let relative = path.strip_prefix(&root).unwrap_or(&path);
+            untrusted_file::read_beneath(&root, relative, remaining)
+        };
+        let read = match decode(opened) {
             Ok(Some(read)) => read,
             Ok(None) => continue,
             Err(why) => {
@@ -132,26 +168,30 @@ pub fn read_project_docs(config: &Config) -> ProjectDocs {
 }
 
 /// The `AGENTS.md` paths to read for `cwd`, repository root first. Only existing
-/// entries are listed (files, or links, which are followed when read).
+/// entries are listed (files, or links, which are followed when read while they stay
+/// inside the repository).
 pub fn discover_project_doc_paths(cwd: &Path) -> Vec<PathBuf> {
+    project_doc_paths(cwd).1
+}
+
+/// The directory the project's files are read beneath — the repository root (the nearest
+/// directory above the cwd holding `.git`), else the cwd — and the paths to read.
+fn project_doc_paths(cwd: &Path) -> (PathBuf, Vec<PathBuf>) {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let root = cwd
         .ancestors()
-        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
-    let dirs: Vec<&Path> = match root {
-        // From the root down to the cwd.
-        Some(root) => {
-            let mut dirs: Vec<&Path> = cwd.ancestors().take_while(|dir| *dir != root).collect();
-            dirs.push(root);
-            dirs.reverse();
-            dirs
-        }
-        None => vec![cwd.as_path()],
-    };
-    dirs.into_iter()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .unwrap_or(&cwd);
+    // From the root down to the cwd.
+    let mut dirs: Vec<&Path> = cwd.ancestors().take_while(|dir| *dir != root).collect();
+    dirs.push(root);
+    dirs.reverse();
+    let paths = dirs
+        .into_iter()
         .map(|dir| dir.join(PROJECT_DOC_FILENAME))
         .filter(|path| std::fs::symlink_metadata(path).is_ok())
-        .collect()
+        .collect();
+    (root.to_path_buf(), paths)
 }
 
 /// A file's text, at most `max` bytes of it.
@@ -161,25 +201,14 @@ struct CappedText {
     truncated: bool,
 }
 
-/// Reads up to `max` bytes of `path` as UTF-8. `Ok(None)`: the file is not there;
-/// `Err`: why it cannot be used.
-fn read_capped(path: &Path, max: usize) -> Result<Option<CappedText>, String> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+/// A file's bytes as UTF-8 text. `Ok(None)`: the file is not there; `Err`: why it cannot
+/// be used.
+fn decode(opened: Result<Option<Capped>, UnreadableFile>) -> Result<Option<CappedText>, String> {
+    let Capped { bytes, truncated } = match opened {
+        Ok(Some(capped)) => capped,
+        Ok(None) => return Ok(None),
         Err(err) => return Err(err.to_string()),
     };
-    let metadata = file.metadata().map_err(|e| e.to_string())?;
-    if !metadata.is_file() {
-        return Err("not a regular file".into());
-    }
-    // One byte past the cap tells whether there is more.
-    let mut bytes = Vec::new();
-    file.take(max as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    let truncated = bytes.len() > max;
-    bytes.truncate(max);
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Some(CappedText { text, truncated })),
         Err(err) => {
@@ -202,6 +231,14 @@ fn read_capped(path: &Path, max: usize) -> Result<Option<CappedText>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_project_docs(config: &Config) -> ProjectDocs {
+        read_docs(
+            &config.deputy_home,
+            &config.cwd,
+            config.project_doc_max_bytes,
+        )
+    }
 
     fn config(home: &Path, cwd: &Path, max: usize) -> Config {
         let mut layers = crate::config::ConfigLayers::new(home.to_path_buf());

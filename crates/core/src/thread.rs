@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
     InputItem, Op, ResponseItem, ReviewRequest, Submission, ThreadEvent, ThreadEventMsg,
-    TokenUsage, TurnAbortReason, TurnOverrides,
+    TokenUsage, TurnAbortReason, TurnOverrides, WarningEvent,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -402,6 +402,21 @@ pub(crate) struct ThreadStart {
 
 /// Starts the submission loop for a session and returns the handle.
 pub(crate) fn spawn_thread(start: ThreadStart) -> Arc<Thread> {
+    spawn(start, |_| {}, false)
+}
+
+/// Like [`spawn_thread`], for a new thread of the user's: `announce` publishes its first
+/// events, then its loop adds the project's AGENTS.md instructions to the history (read off
+/// the async runtime, skipped files reported as warnings) before it takes any op.
+pub(crate) fn spawn_new_thread(start: ThreadStart, announce: impl FnOnce(&Thread)) -> Arc<Thread> {
+    spawn(start, announce, true)
+}
+
+fn spawn(
+    start: ThreadStart,
+    announce: impl FnOnce(&Thread),
+    read_project_docs: bool,
+) -> Arc<Thread> {
     let (submit_tx, submit_rx) = mpsc::unbounded_channel();
     let log = Arc::new(EventLog::new(
         start.id.clone(),
@@ -421,14 +436,21 @@ pub(crate) fn spawn_thread(start: ThreadStart) -> Arc<Thread> {
         usage_mark: Mutex::default(),
         rollout: start.rollout,
     });
-    tokio::spawn(submission_loop(session, submit_rx));
-    Arc::new(Thread {
+    let thread = Arc::new(Thread {
         id: start.id,
         settings,
         submit_tx,
         log,
         next_submission: AtomicU64::new(1),
-    })
+    });
+    announce(&thread);
+    tokio::spawn(async move {
+        if read_project_docs {
+            add_project_instructions(&session).await;
+        }
+        submission_loop(session, submit_rx).await;
+    });
+    thread
 }
 
 struct RunningTurn {
@@ -449,6 +471,19 @@ enum QueuedKind {
     Model(TurnKind),
     /// A review (see `crate::review`).
     Review(ReviewRequest),
+}
+
+/// Appends a new thread's AGENTS.md instructions to its history (right after the developer
+/// messages, before any turn) and reports the files that were skipped or cut.
+async fn add_project_instructions(session: &Session) {
+    let config = lock(&session.settings).config.clone();
+    let (message, warnings) = crate::instructions::project_instructions(&config).await;
+    session.record(message);
+    for message in warnings {
+        session
+            .log
+            .publish(None, "", ThreadEventMsg::Warning(WarningEvent { message }));
+    }
 }
 
 /// Routes ops until shutdown or until every handle is gone (the channel closes),

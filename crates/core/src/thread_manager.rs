@@ -13,7 +13,7 @@ use crate::config::{Config, ConfigError, ConfigLayers};
 use crate::instructions;
 use crate::rollout::{self, RolloutError, RolloutRecorder, SessionMeta, SessionSource};
 use crate::sandboxing::PrivateTmpSlot;
-use crate::thread::{Thread, ThreadStart, lock, spawn_thread};
+use crate::thread::{Thread, ThreadStart, lock, spawn_new_thread, spawn_thread};
 
 /// Why a thread could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -103,21 +103,20 @@ impl ThreadManager {
         let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
         let id = uuid::Uuid::now_v7().to_string();
         config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
-        let (history, doc_warnings) = instructions::initial_context(&config);
-        // Announced with the configuration's warnings, right after `session_configured`.
-        config.warnings.extend(doc_warnings);
+        // The AGENTS.md instructions are added by the thread before its first turn.
+        let history = instructions::initial_context(&config);
         let meta = SessionMeta::new(&id, &config, self.source);
         let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &history)?;
         let configured = configured_event(&id, &config, 0, recorder.path());
-        let thread = spawn_thread(ThreadStart {
+        let start = ThreadStart {
             id: id.clone(),
             config: Arc::new(config),
             client,
             history,
             rollout: Some(recorder),
             next_seq: 1,
-        });
-        announce(&thread, configured);
+        };
+        let thread = spawn_new_thread(start, |thread| announce(thread, configured));
         self.insert(id, thread.clone());
         Ok(thread)
     }

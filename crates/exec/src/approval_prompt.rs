@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use deputy_core::command_safety::escape_command_for_display;
+use deputy_core::display::{escape_line, escape_text};
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, FileChange, ReviewDecision,
 };
@@ -28,12 +29,14 @@ pub(crate) fn can_ask() -> bool {
     terminal().is_some()
 }
 
-/// Asks whether to run a command.
+/// Asks whether to run a command, shown as the exact argv that will run (shell-quoted, its
+/// control and bidirectional characters escaped, like everything else the model wrote).
 pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
     let command = escape_command_for_display(&req.command);
-    let mut question = format!("Run `{command}` in {}?", req.cwd.display());
+    let cwd = escape_line(&req.cwd.to_string_lossy()).into_owned();
+    let mut question = format!("Run `{command}` in {cwd}?");
     if let Some(reason) = &req.reason {
-        question.push_str(&format!("\n  reason: {reason}"));
+        question.push_str(&format!("\n  reason: {}", escape_line(reason)));
     }
     ask(question).await
 }
@@ -47,11 +50,11 @@ pub(crate) async fn ask_patch(
     let files: Vec<String> = req
         .changes
         .keys()
-        .map(|path| shown(path, cwd).display().to_string())
+        .map(|path| escape_line(&shown(path, cwd).to_string_lossy()).into_owned())
         .collect();
     question.push_str(&format!("Apply this patch to {}?", files.join(", ")));
     if let Some(reason) = &req.reason {
-        question.push_str(&format!("\n  reason: {reason}"));
+        question.push_str(&format!("\n  reason: {}", escape_line(reason)));
     }
     ask(question).await
 }
@@ -61,7 +64,7 @@ pub(crate) async fn ask_patch(
 fn patch_preview(changes: &BTreeMap<PathBuf, FileChange>, cwd: Option<&Path>) -> String {
     let mut lines = Vec::new();
     for (path, change) in changes {
-        let path = shown(path, cwd).display().to_string();
+        let path = escape_line(&shown(path, cwd).to_string_lossy()).into_owned();
         match change {
             FileChange::Add { content } => {
                 lines.push(format!("+++ {path} (new file)"));
@@ -78,7 +81,10 @@ fn patch_preview(changes: &BTreeMap<PathBuf, FileChange>, cwd: Option<&Path>) ->
                 move_path,
             } => {
                 match move_path {
-                    Some(to) => lines.push(format!("*** {path} → {}", shown(to, cwd).display())),
+                    Some(to) => lines.push(format!(
+                        "*** {path} → {}",
+                        escape_line(&shown(to, cwd).to_string_lossy())
+                    )),
                     None => lines.push(format!("*** {path}")),
                 }
                 lines.extend(
@@ -94,23 +100,12 @@ fn patch_preview(changes: &BTreeMap<PathBuf, FileChange>, cwd: Option<&Path>) ->
     let mut preview: String = lines
         .iter()
         .take(PREVIEW_LINES)
-        .map(|line| format!("  {}\n", visible(line)))
+        .map(|line| format!("  {}\n", escape_text(line)))
         .collect();
     if hidden > 0 {
         preview.push_str(&format!("  … {hidden} more lines\n"));
     }
     preview
-}
-
-/// `text` with control characters (the patch is the model's) shown, not obeyed.
-fn visible(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\t' => "    ".to_string(),
-            c if c.is_control() => c.escape_unicode().to_string(),
-            c => c.to_string(),
-        })
-        .collect()
 }
 
 /// `path` relative to the session's cwd when it lies inside it.
@@ -259,7 +254,7 @@ mod tests {
             lines[..7],
             [
                 "  +++ a.txt (new file)",
-                "  +first\\u{1b}[2Jsecond",
+                "  +first\\e[2Jsecond",
                 "  *** b.txt",
                 "  @@ -1 +1 @@",
                 "  -old",

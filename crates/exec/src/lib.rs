@@ -19,7 +19,7 @@ mod live_view;
 mod spinner;
 
 use std::future::Future;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::Arc;
@@ -29,6 +29,7 @@ use anstream::ColorChoice;
 use anyhow::Context as _;
 use deputy_core::approval::Answer;
 use deputy_core::config::Config;
+use deputy_core::display::escape_text;
 use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
@@ -314,19 +315,23 @@ impl Output {
         }
     }
 
-    /// After the turn: the spinner goes, the final answer goes to stdout.
+    /// After the turn: the spinner goes, the final answer goes to stdout — on a terminal
+    /// with its control and bidirectional characters escaped (its lines and tabs kept), to
+    /// a pipe or a file exactly as the model wrote it.
     fn finish(&mut self, outcome: Option<&TurnOutcome>) {
         self.spinner.clear();
         if self.mode != OutputMode::Human {
             return;
         }
         if let Some(TurnOutcome::Completed { last_agent_message }) = outcome {
+            let answer = last_agent_message.as_deref().unwrap_or_default();
             let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(
-                stdout,
-                "{}",
-                last_agent_message.as_deref().unwrap_or_default()
-            );
+            let answer = if stdout.is_terminal() {
+                escape_text(answer)
+            } else {
+                answer.into()
+            };
+            let _ = writeln!(stdout, "{answer}");
             let _ = stdout.flush();
         }
     }

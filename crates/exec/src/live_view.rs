@@ -16,6 +16,7 @@ use deputy_protocol::{
 
 use crate::spinner::Spinner;
 use deputy_core::command_safety::command_line;
+use deputy_core::display::{escape_line, escape_text};
 
 /// Lines of a failed command's output shown under it.
 const TAIL_LINES: usize = 10;
@@ -96,10 +97,18 @@ impl LiveView {
             }
             ThreadEventMsg::StreamError(e) => {
                 self.flush_message(&mut out);
-                let _ = writeln!(out, "{YELLOW}retrying:{YELLOW:#} {}", e.message);
+                let _ = writeln!(
+                    out,
+                    "{YELLOW}retrying:{YELLOW:#} {}",
+                    escape_text(&e.message)
+                );
             }
             ThreadEventMsg::Warning(w) => {
-                let _ = writeln!(out, "{YELLOW}warning:{YELLOW:#} {}", w.message);
+                let _ = writeln!(
+                    out,
+                    "{YELLOW}warning:{YELLOW:#} {}",
+                    escape_text(&w.message)
+                );
             }
             ThreadEventMsg::TurnComplete(_) => {
                 self.spinner.clear();
@@ -121,7 +130,11 @@ impl LiveView {
             ThreadEventMsg::TurnFailed(e) => {
                 self.spinner.clear();
                 self.flush_message(&mut out);
-                let _ = writeln!(out, "{RED}{BOLD}error:{BOLD:#}{RED:#} {}", e.message);
+                let _ = writeln!(
+                    out,
+                    "{RED}{BOLD}error:{BOLD:#}{RED:#} {}",
+                    escape_text(&e.message)
+                );
             }
             // Output is shown when a command ends; questions are asked by the approval
             // prompt; the diff is shown per patch; the thread's end adds nothing.
@@ -143,7 +156,10 @@ impl LiveView {
             ThreadItem::CommandExecution(command) => {
                 self.spinner.set(&format!(
                     "running {}",
-                    shorten(&command_line(&command.command), SPINNER_COMMAND_CHARS)
+                    shorten(
+                        &escape_line(&command_line(&command.command)),
+                        SPINNER_COMMAND_CHARS
+                    )
                 ));
             }
             ThreadItem::FileChange(_) => self.spinner.set("applying a patch"),
@@ -155,7 +171,11 @@ impl LiveView {
             }
             ThreadItem::EnteredReviewMode(review) => {
                 self.flush_message(out);
-                let _ = writeln!(out, "{BOLD}reviewing {}{BOLD:#}", review.review);
+                let _ = writeln!(
+                    out,
+                    "{BOLD}reviewing {}{BOLD:#}",
+                    escape_line(&review.review)
+                );
                 self.spinner.set("reviewing");
             }
             ThreadItem::ContextCompaction(_) => self.spinner.set("compacting the conversation"),
@@ -167,7 +187,11 @@ impl LiveView {
         match item {
             ThreadItem::CommandExecution(command) if command.started => {
                 self.flush_message(out);
-                let _ = writeln!(out, "{BOLD}$ {}{BOLD:#}", command_line(&command.command));
+                let _ = writeln!(
+                    out,
+                    "{BOLD}$ {}{BOLD:#}",
+                    escape_line(&command_line(&command.command))
+                );
             }
             ThreadItem::Plan(plan) => {
                 self.flush_message(out);
@@ -195,7 +219,7 @@ impl LiveView {
                 let _ = writeln!(
                     out,
                     "{THINKING}thinking: {}{THINKING:#}",
-                    reasoning.text.trim_end()
+                    escape_text(reasoning.text.trim_end())
                 );
             }
             ThreadItem::CommandExecution(command) => {
@@ -232,7 +256,7 @@ impl LiveView {
     /// Shows the held-back message: something came after it, so it is not the answer.
     fn flush_message(&mut self, out: &mut String) {
         if let Some(message) = self.pending_message.take() {
-            let _ = writeln!(out, "{}", message.trim_end());
+            let _ = writeln!(out, "{}", escape_text(message.trim_end()));
         }
     }
 
@@ -280,7 +304,7 @@ impl LiveView {
                 FileChange::Update {
                     move_path: Some(to),
                     ..
-                } => format!(" → {}", self.shown(to).display()),
+                } => format!(" → {}", escape_line(&self.shown(to).to_string_lossy())),
                 FileChange::Update { .. } | FileChange::Add { .. } | FileChange::Delete { .. } => {
                     String::new()
                 }
@@ -288,7 +312,7 @@ impl LiveView {
             let _ = writeln!(
                 out,
                 "patch {colour}{tag}{colour:#} {}{moved} ({GREEN}+{added}{GREEN:#} {RED}−{removed}{RED:#})",
-                self.shown(path).display()
+                escape_line(&self.shown(path).to_string_lossy())
             );
         }
         let (indent, label) = if patch.changes.is_empty() {
@@ -322,7 +346,11 @@ impl LiveView {
 fn command_result(command: &CommandExecutionItem, why_not: &str, out: &mut String) {
     if !command.started {
         // Never ran (declined, refused, cut short while waiting): it has no `$` line yet.
-        let _ = writeln!(out, "{BOLD}$ {}{BOLD:#}", command_line(&command.command));
+        let _ = writeln!(
+            out,
+            "{BOLD}$ {}{BOLD:#}",
+            escape_line(&command_line(&command.command))
+        );
     }
     let seconds = command.duration.unwrap_or_default().as_secs_f64();
     match (command.status, command.exit_code) {
@@ -356,7 +384,11 @@ fn output_tail(output: &str, out: &mut String) {
         let _ = writeln!(out, "  {DIM}│ … {skipped} earlier lines{DIM:#}");
     }
     for line in &lines[skipped..] {
-        let _ = writeln!(out, "  {DIM}│{DIM:#} {}", shorten(line, LINE_CHARS));
+        let _ = writeln!(
+            out,
+            "  {DIM}│{DIM:#} {}",
+            escape_line(&shorten(line, LINE_CHARS))
+        );
     }
 }
 
@@ -368,7 +400,7 @@ fn plan_lines(plan: &PlanUpdateItem, out: &mut String) {
             StepStatus::InProgress => ("[>]", CYAN),
             StepStatus::Pending => ("[ ]", DIM),
         };
-        let _ = writeln!(out, "  {style}{mark}{style:#} {}", step.step);
+        let _ = writeln!(out, "  {style}{mark}{style:#} {}", escape_line(&step.step));
     }
 }
 
@@ -378,10 +410,10 @@ fn labelled(out: &mut String, indent: &str, style: Style, label: &str, text: &st
     let _ = writeln!(
         out,
         "{indent}{style}{label}:{style:#} {}",
-        lines.next().unwrap_or_default()
+        escape_line(lines.next().unwrap_or_default())
     );
     for line in lines {
-        let _ = writeln!(out, "{indent}  {}", shorten(line, LINE_CHARS));
+        let _ = writeln!(out, "{indent}  {}", escape_line(&shorten(line, LINE_CHARS)));
     }
 }
 
@@ -470,6 +502,47 @@ mod tests {
             expected.push_str(&format!("  │ line {n}\n"));
         }
         assert_eq!(shown, expected);
+    }
+
+    #[test]
+    fn what_the_model_wrote_cannot_move_the_cursor_or_reorder_the_line() {
+        let mut view = LiveView::new(Spinner::default());
+        let spoof = "touch X #\u{1b}[9D\u{1b}[K pytest -q tests/";
+        let mut command = failed_command("ok\u{1b}]0;title\u{7}\n");
+        if let ThreadItem::CommandExecution(item) = &mut command {
+            item.command = vec!["bash".into(), "-lc".into(), spoof.into()];
+        }
+        let started = ThreadEventMsg::ItemUpdated(ItemEvent {
+            item: command.clone(),
+        });
+        let shown = view.render(&event(started)) + &view.render(&event(completed(command)));
+        let message = completed(ThreadItem::AgentMessage(AgentMessageItem {
+            id: "m".into(),
+            text: "line one\n\u{202e}txt.exe\u{9b}2J".into(),
+        }));
+        view.render(&event(message));
+        let plan = ThreadEventMsg::ItemStarted(ItemEvent {
+            item: ThreadItem::Plan(PlanUpdateItem {
+                id: "p".into(),
+                explanation: None,
+                plan: vec![deputy_protocol::PlanItem {
+                    step: "step\rdone".into(),
+                    status: StepStatus::Pending,
+                }],
+            }),
+        });
+        let shown = shown + &view.render(&event(plan));
+        // Only the view's own styles are escape sequences; the model's are shown escaped.
+        let own_styles = anstream::adapter::strip_str(&shown).to_string();
+        assert!(!own_styles.contains(['\u{1b}', '\u{7}', '\u{202e}', '\u{9b}', '\r']));
+        for escaped in [
+            "$ touch X #\\e[9D\\e[K pytest -q tests/",
+            "│ ok\\e]0;title\\a",
+            "line one\n\\u202Etxt.exe\\u009B2J",
+            "[ ] step\\rdone",
+        ] {
+            assert!(own_styles.contains(escaped), "{escaped} in {own_styles}");
+        }
     }
 
     #[test]

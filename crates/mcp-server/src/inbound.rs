@@ -56,7 +56,8 @@ pub(crate) fn classify(line: &[u8]) -> Inbound {
     }
     let envelope = match serde_json::from_slice::<Envelope>(line) {
         Ok(envelope) if is_object(line) => envelope,
-        Err(err) if err.is_syntax() || err.is_eof() => {
+        // A duplicate field stops the envelope's reading before a syntax error further on.
+        Err(err) if err.is_syntax() || err.is_eof() || !is_json(line) => {
             tracing::warn!("malformed JSON-RPC line: {err}");
             let error = ErrorData::parse_error(format!("Parse error: {err}"), None);
             return Inbound::Answer(error_line(None, error));
@@ -101,6 +102,11 @@ pub(crate) fn classify(line: &[u8]) -> Inbound {
             }
         },
     }
+}
+
+/// Whether the line is one JSON value, whatever it holds.
+fn is_json(line: &[u8]) -> bool {
+    serde_json::from_slice::<IgnoredAny>(line).is_ok()
 }
 
 /// Whether the line holds an object (serde also reads structs from arrays).
@@ -161,6 +167,13 @@ mod tests {
         // The id is cut out first: `Value` cannot hold every number an id may be.
         let error = &answer[answer.find("\"error\":").unwrap() + 8..answer.len() - 2];
         serde_json::from_str::<Value>(error).unwrap()["code"].clone()
+    }
+
+    #[test]
+    fn a_syntax_error_after_a_duplicate_field_is_still_a_parse_error() {
+        // The envelope's reading stops at the second `method`, before the broken end.
+        let line = r#"{"jsonrpc":"2.0","id":2,"method":"ping","method"":"ping"}"#;
+        assert_eq!(code(&answer(line)), json!(-32700));
     }
 
     #[test]

@@ -14,6 +14,8 @@ mod line_reader;
 mod output;
 mod oversize;
 mod progress;
+#[cfg(test)]
+mod random_input;
 mod request_ids;
 mod review_tool;
 mod server;

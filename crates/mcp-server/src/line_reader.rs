@@ -118,6 +118,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 }
                 Progress::Discarding(oversize) => {
                     oversize.len += data.len() as u64;
+                    // The limit may have been crossed in a short read: the head still
+                    // fills up to its size from what follows.
+                    if oversize.head.len() < KEPT_EDGE_BYTES {
+                        let missing = (KEPT_EDGE_BYTES - oversize.head.len()).min(data.len());
+                        oversize.head.extend_from_slice(&data[..missing]);
+                    }
                     keep_tail(&mut oversize.tail, data);
                 }
             }
@@ -205,6 +211,30 @@ mod tests {
                 Line::Whole(b"next".to_vec()),
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_line_crossing_the_limit_in_a_short_read_still_keeps_its_whole_head() {
+        let (mut writer, input) = tokio::io::duplex(64);
+        let long: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let feed = {
+            let long = long.clone();
+            tokio::spawn(async move {
+                // Three bytes, the limit crossed by the next piece, the rest later.
+                writer.write_all(&long[..3]).await.unwrap();
+                writer.flush().await.unwrap();
+                tokio::task::yield_now().await;
+                writer.write_all(&long[3..]).await.unwrap();
+                writer.write_all(b"\n").await.unwrap();
+            })
+        };
+        let mut reader = LineReader::new(input, 5);
+        let Some(Line::Oversize(oversize)) = reader.next_line().await.unwrap() else {
+            panic!("expected an oversize line");
+        };
+        feed.await.unwrap();
+        assert_eq!(oversize.head, long[..KEPT_EDGE_BYTES]);
+        assert_eq!(oversize.len, 10_000);
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use deputy_core::command_safety::command_line;
+use deputy_core::display::escape_line;
 use deputy_protocol::{EventMsg, ExecCommandStatus};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
@@ -119,7 +120,8 @@ impl ProgressReporter {
         let Some(token) = &self.token else { return };
         self.step += 1;
         let mut param = ProgressNotificationParam::new(token.clone(), self.step as f64);
-        param.message = Some(message);
+        // Clients show the message as it is; what the model wrote is escaped here.
+        param.message = Some(escape_line(&message).into_owned());
         let send = self.peer.notify_progress(param);
         if let Some(Err(err)) = unless_client_gone(&self.client_gone, send).await {
             tracing::debug!("progress notification not sent: {err}");
@@ -127,13 +129,14 @@ impl ProgressReporter {
     }
 }
 
+/// The command on one line, cut at 60 characters: a script's later lines are shown as `\n`,
+/// never dropped, so that what is shown first cannot stand for the whole.
 fn short_command(argv: &[String]) -> String {
-    let text = command_line(argv);
-    let first_line = text.lines().next().unwrap_or_default();
-    if first_line.chars().count() > 60 {
-        format!("{}…", first_line.chars().take(60).collect::<String>())
+    let text = escape_line(&command_line(argv)).into_owned();
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(60).collect::<String>())
     } else {
-        first_line.to_string()
+        text
     }
 }
 
@@ -156,7 +159,7 @@ mod tests {
             "-lc".to_string(),
             "cargo test\nmore".to_string(),
         ];
-        assert_eq!(short_command(&argv), "cargo test");
+        assert_eq!(short_command(&argv), "cargo test\\nmore");
         assert_eq!(short_command(&["ls".into(), "-la".into()]), "ls -la");
         // Not a shell wrapper: quoted like everywhere else, so spaces stay visible.
         assert_eq!(

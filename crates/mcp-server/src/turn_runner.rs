@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use deputy_core::approval::Answer;
 use deputy_core::command_safety::escape_command_for_display;
+use deputy_core::display::escape_line;
 use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
@@ -228,7 +229,7 @@ fn elicitation_params(
             (
                 format!(
                     "Allow the agent to run `{command}` in `{}`?",
-                    req.cwd.display()
+                    escape_line(&req.cwd.to_string_lossy())
                 ),
                 "exec-approval",
                 ApprovalDetails::Exec {
@@ -274,12 +275,12 @@ fn patch_question(
     reason: Option<&str>,
 ) -> String {
     let shown = |path: &Path| {
-        path.strip_prefix(cwd)
+        let shown = path
+            .strip_prefix(cwd)
             .ok()
             .filter(|rel| !rel.as_os_str().is_empty())
-            .unwrap_or(path)
-            .display()
-            .to_string()
+            .unwrap_or(path);
+        escape_line(&shown.to_string_lossy()).into_owned()
     };
     let mut groups: [(&str, Vec<String>); 4] = [
         ("added", Vec::new()),
@@ -322,7 +323,7 @@ fn patch_question(
         message.push_str(&format!("\n… and {} more", count - named));
     }
     if let Some(reason) = reason {
-        message.push_str(&format!("\nreason: {reason}"));
+        message.push_str(&format!("\nreason: {}", escape_line(reason)));
     }
     message
 }

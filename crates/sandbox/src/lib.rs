@@ -46,6 +46,23 @@ pub fn probe() -> Result<SandboxSupport, SandboxUnavailable> {
     }
 }
 
+/// Makes this process the child subreaper of everything it starts, so that what escapes a
+/// launcher (an unconfined command can kill its own) is re-parented here and can be found by
+/// [`kill_escaped`]. Call it before starting the first command.
+#[cfg(target_os = "linux")]
+pub use linux::adopt_orphans;
+
+/// Kills, with everything below them, the processes that escaped their launcher and were
+/// adopted by this process (see [`adopt_orphans`]): its children in other sessions than its
+/// own, except those it started itself and counted in [`OwnChildren`]. Blocks while the kills
+/// take effect (a few milliseconds; at most 5 s against a tree that keeps forking); returns
+/// how many processes it killed.
+#[cfg(target_os = "linux")]
+pub use linux::kill_escaped;
+
+#[cfg(target_os = "linux")]
+pub use linux::{OwnChild, OwnChildren};
+
 /// Runs the launcher: `args` are the arguments after [`LAUNCHER_SUBCOMMAND`].
 ///
 /// Call it first thing in `main`, before any thread exists. It supervises (and confines)

@@ -18,6 +18,8 @@
 //!   OpenAI's Codex TypeScript SDK, for interoperability tests.
 //! - [`HostileRepository`] is a git repository whose configuration runs programs that
 //!   leave marks outside it, for the tests that prove none of them runs unconfined.
+//! - [`random_input`] feeds the parsers' property tests: mutated samples, random JSON, a
+//!   case count (`PROPTEST_CASES`) and a watchdog against hangs.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -50,6 +52,7 @@ mod node_env;
 mod process_memory;
 mod python_env;
 mod python_sdks;
+pub mod random_input;
 mod stdio_client;
 mod test_home;
 mod tool_setup;

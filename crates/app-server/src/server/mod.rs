@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use deputy_core::config::{ConfigLayers, ConfigOverrides, configured_models, json_to_toml};
-use deputy_core::project_doc::read_project_docs;
+use deputy_core::project_doc::load_project_docs;
 use deputy_core::rollout::{RolloutError, find_rollout, session_summary};
 use deputy_core::{ResumeError, Thread, ThreadManager};
 use deputy_protocol::ThreadEvent;
@@ -287,12 +287,12 @@ impl Server {
             .await?
             .map_err(|e| JsonRpcError::internal(e.to_string()))?;
         let config = thread.config();
-        let docs_config = config.clone();
-        // The files are read again: the thread keeps their text, not their names.
-        let (instruction_sources, permission_profile) = blocking(move || {
-            let sources = read_project_docs(&docs_config).sources;
-            let profile = permission_profile(&docs_config.sandbox_policy(), &docs_config.cwd);
-            (sources, profile)
+        // The files are read again (off the runtime, never blocking on a special file):
+        // the thread keeps their text, not their names.
+        let instruction_sources = load_project_docs(&config).await.sources;
+        let profile_config = config.clone();
+        let permission_profile = blocking(move || {
+            permission_profile(&profile_config.sandbox_policy(), &profile_config.cwd)
         })
         .await?;
         let status = self.status_of(thread.id());

@@ -288,3 +288,27 @@ fn mcp_form_replies_accept_decline_and_cancel() {
     assert!(!harness.exists("three.txt") && !harness.exists("four.txt"));
     assert!(harness.output_for("c4").contains("declined"));
 }
+
+#[test]
+fn a_command_hiding_behind_terminal_escapes_is_asked_about_escaped_and_exact() {
+    let harness = Setup::new("untrusted", "danger-full-access").start();
+    let spoof = "touch X #\u{1b}[9D\u{1b}[K pytest -q tests/";
+    let argv = ["bash", "-lc", spoof];
+    harness.model.push_all([shell("c1", &argv), say("done")]);
+
+    let id = harness.codex("run the tests");
+    let question = harness.answer("c1", json!({"decision": "denied"}));
+    assert_eq!(harness.result(id)["structuredContent"]["content"], "done");
+
+    let params = question_params(&question);
+    assert_eq!(
+        params["message"],
+        format!(
+            "Allow the agent to run `bash -lc $'touch X #\\e[9D\\e[K pytest -q tests/'` in `{}`?",
+            harness.workspace().display()
+        )
+    );
+    // The machine-readable argv stays exactly what would have run.
+    assert_eq!(params["codex_command"], json!(argv));
+    assert!(!harness.exists("X"));
+}

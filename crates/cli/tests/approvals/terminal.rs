@@ -1,6 +1,6 @@
 //! `deputy exec` answers approval questions on the terminal, or refuses them without one.
 
-use deputy_test_support::{MockModelServer, TestHome};
+use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 
 use crate::common::pty::{APPROVAL_PROMPT, exec_on_terminal, has_pty};
 use crate::common::{exec, finish};
@@ -79,4 +79,55 @@ fn an_unanswered_question_on_a_terminal_expires_and_the_turn_goes_on() {
     assert!(!home.workspace().join("made.txt").exists());
     let output = model_output(&model, "c1");
     assert!(output.contains("within 1 s"), "{output}");
+}
+
+/// A command whose escape sequences, printed raw, move the cursor back over `touch X #` and
+/// erase it: the terminal would show only `pytest -q tests/`.
+const SPOOF: &str = "touch X #\u{1b}[9D\u{1b}[K pytest -q tests/";
+
+#[test]
+fn a_command_hiding_behind_terminal_escapes_is_asked_about_as_the_exact_argv() {
+    if !has_pty() {
+        return;
+    }
+    let model = MockModelServer::start();
+    model.push_all([
+        MockResponse::function_call_turn(
+            "c1",
+            "shell",
+            serde_json::json!({
+                "command": ["bash", "-lc", SPOOF],
+                "justification": "run the tests\u{1b}[8m (hidden)\rreason: harmless",
+            }),
+        ),
+        say("finished"),
+    ]);
+    let home = TestHome::new(&model.base_url());
+
+    let run = finish(exec_on_terminal(
+        &home,
+        &[
+            "-a",
+            "untrusted",
+            "-s",
+            "danger-full-access",
+            "run the tests",
+        ],
+        APPROVAL_PROMPT,
+        "n\n",
+    ));
+
+    run.assert_code(0);
+    let question = "Run `bash -lc $'touch X #\\e[9D\\e[K pytest -q tests/'` in ";
+    assert!(run.stderr.contains(question), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("reason: run the tests\\e[8m (hidden)\\rreason: harmless"),
+        "{}",
+        run.stderr
+    );
+    for raw in ["\u{1b}[9D", "\u{1b}[K pytest", "\u{1b}[8m"] {
+        assert!(!run.stderr.contains(raw), "{raw:?} reached the terminal");
+    }
+    assert!(!home.workspace().join("X").exists());
 }

@@ -6,22 +6,25 @@ use deputy_test_support::TestHome;
 
 use super::DEPUTY;
 
-/// Runs argv[1:] with a pseudo-terminal as stdin and stderr, copies the terminal
-/// transcript to stderr and the child's stdout to stdout, and exits with the child's
-/// code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once that text has appeared. With
-/// `PTY_PIPED_STDIN` set, stdin is a pipe carrying that text instead, and the terminal
-/// is the child's controlling terminal (`echo task | deputy exec` typed in a terminal).
+/// Runs argv[1:] with a pseudo-terminal as stdin and stderr (and stdout too with
+/// `PTY_STDOUT=1`), copies the terminal transcript to stderr and the child's stdout to
+/// stdout, and exits with the child's code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once
+/// that text has appeared. With `PTY_PIPED_STDIN` set, stdin is a pipe carrying that text
+/// instead, and the terminal is the child's controlling terminal (`echo task | deputy exec`
+/// typed in a terminal).
 const PTY_DRIVER: &str = r#"
 import fcntl, os, pty, select, subprocess, sys, termios, time
 wait_for = os.environ.get("PTY_WAIT_FOR", "").encode()
 typed = os.environ.get("PTY_INPUT", "").encode()
 piped = os.environ.get("PTY_PIPED_STDIN")
+stdout_on_tty = os.environ.get("PTY_STDOUT") == "1"
 master, slave = pty.openpty()
+stdout = slave if stdout_on_tty else subprocess.PIPE
 if piped is None:
-    child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=subprocess.PIPE)
+    child = subprocess.Popen(sys.argv[1:], stdin=slave, stderr=slave, stdout=stdout)
 else:
     child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stderr=slave,
-                             stdout=subprocess.PIPE, start_new_session=True,
+                             stdout=stdout, start_new_session=True,
                              preexec_fn=lambda: fcntl.ioctl(2, termios.TIOCSCTTY, 0))
     child.stdin.write(piped.encode())
     child.stdin.close()
@@ -45,7 +48,7 @@ while time.time() < deadline:
         sent = True
 else:
     child.kill()
-out = child.stdout.read()
+out = b"" if stdout_on_tty else child.stdout.read()
 child.wait()
 sys.stderr.buffer.write(transcript)
 sys.stdout.buffer.write(out)

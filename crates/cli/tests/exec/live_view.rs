@@ -208,3 +208,42 @@ fn without_a_prompt_on_a_terminal_it_says_it_reads_the_task_from_stdin() {
         .expect("user message");
     assert_eq!(user["content"][0]["text"], "say hi\n");
 }
+
+/// An answer that would set the terminal's title, clear the screen and print backwards.
+const HOSTILE_ANSWER: &str = "Done.\n\tAll \u{1b}]0;owned\u{7}good\u{1b}[2J \u{202e}txt.exe";
+
+#[test]
+fn the_answer_is_escaped_on_a_terminal_and_exact_in_a_pipe() {
+    if !has_pty() {
+        return;
+    }
+    let model = MockModelServer::start();
+    model.push_all([
+        MockResponse::text_turn(HOSTILE_ANSWER),
+        MockResponse::text_turn(HOSTILE_ANSWER),
+    ]);
+    let home = TestHome::new(&model.base_url());
+
+    let mut command = exec_on_terminal(&home, &["hello"], "", "");
+    command.env("PTY_STDOUT", "1");
+    let terminal = finish(command);
+    let piped = exec(&home, &["hello"]);
+
+    terminal.assert_code(0);
+    // The terminal turns `\n` into `\r\n`; the lines and the tab stay, the rest is escaped.
+    assert!(
+        terminal
+            .stderr
+            .contains("Done.\r\n\tAll \\e]0;owned\\agood\\e[2J \\u202Etxt.exe\r\n"),
+        "{:?}",
+        terminal.stderr
+    );
+    for raw in ["\u{1b}]0;", "\u{1b}[2J", "\u{202e}"] {
+        assert!(
+            !terminal.stderr.contains(raw),
+            "{raw:?} reached the terminal"
+        );
+    }
+    piped.assert_code(0);
+    assert_eq!(piped.stdout, format!("{HOSTILE_ANSWER}\n"));
+}

@@ -310,3 +310,30 @@ fn sigterm_stops_the_review_and_the_reviewers_command() {
     assert_eq!(status.and_then(|s| s.code()), Some(128 + libc::SIGTERM));
     assert!(stopped, "the reviewer's command outlived deputy");
 }
+
+#[test]
+fn what_the_reviewer_wrote_is_printed_with_its_controls_escaped() {
+    let answer = json!({
+        "findings": [{
+            "title": "Fine\u{1b}[2K\rNo issue",
+            "body": "Looks \u{202e}doog\u{202c}.\nSecond line.",
+            "confidence_score": 0.5,
+            "priority": 1,
+            "code_location": {"absolute_file_path": "/elsewhere/a\u{1b}[8m.rs", "line_range": {"start": 1, "end": 1}}
+        }],
+        "overall_correctness": "patch is correct",
+        "overall_explanation": "ok\u{7}",
+        "overall_confidence_score": 0.5
+    });
+    let (_server, home) = setup([answer.to_string()]);
+    let done = review(&home, &[]);
+    done.assert_code(0);
+    assert_eq!(
+        done.stdout,
+        "[P1] /elsewhere/a\\e[8m.rs:1 Fine\\e[2K\\rNo issue\n\
+         \x20    Looks \\u202Edoog\\u202C.\n\
+         \x20    Second line.\n\
+         \n\
+         Verdict: patch is correct (confidence 0.50) — ok\\a\n"
+    );
+}

@@ -81,10 +81,10 @@ pub fn shell_script(argv: &[String]) -> Option<&str> {
     is_wrapper.then_some(script.as_str())
 }
 
-/// `argv` as one shell-quoted line (`bash -lc 'touch a.txt'`), or space-joined when it holds
-/// a NUL byte, which no quoting can express.
+/// `argv` as one shell-quoted line (`bash -lc 'touch a.txt'`), control and bidirectional
+/// characters shown escaped (see [`crate::display::quote_argv`]).
 pub fn escape_command_for_display(argv: &[String]) -> String {
-    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+    crate::display::quote_argv(argv)
 }
 
 /// The command line as Codex shows it: a shell wrapper's script, else the quoted argv.

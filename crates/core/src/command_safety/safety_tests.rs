@@ -321,7 +321,10 @@ fn escape_command_for_display_shell_quotes_each_word() {
         "bash -lc 'touch created_by_shell_tool.txt'"
     );
     assert_eq!(escape_command_for_display(&argv(&["ls", "-la"])), "ls -la");
-    assert_eq!(escape_command_for_display(&argv(&["a\0b", "c"])), "a\0b c");
+    assert_eq!(
+        escape_command_for_display(&argv(&["a\0b", "c"])),
+        "$'a\\x00b' c"
+    );
 }
 
 #[test]

@@ -566,10 +566,10 @@ fn read_config_file(path: &Path) -> Result<(toml::Table, Vec<String>), ConfigErr
     };
     let table: toml::Table = match toml::from_str(&text) {
         Ok(table) => table,
-        Err(_) => {
+        Err(first) => {
             // Every syntax error of the file, not just the first.
             let (_, errors) = toml::de::DeTable::parse_recoverable(&text);
-            let errors = errors
+            let mut errors: Vec<ConfigError> = errors
                 .iter()
                 .map(|e| {
                     invalid(
@@ -578,6 +578,14 @@ fn read_config_file(path: &Path) -> Result<(toml::Table, Vec<String>), ConfigErr
                     )
                 })
                 .collect();
+            if errors.is_empty() {
+                // Well-formed, but with a value no type holds (`x = 1e999`): only the
+                // full read sees it.
+                errors.push(invalid(
+                    line_of(&text, first.span()),
+                    format!("invalid TOML: {}", first.message().trim()),
+                ));
+            }
             return Err(several(errors));
         }
     };
@@ -727,5 +735,7 @@ fn deserialize_checked<T: serde::de::DeserializeOwned>(
     )
 }
 
+#[cfg(test)]
+mod random_input;
 #[cfg(test)]
 mod tests;

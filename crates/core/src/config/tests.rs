@@ -369,3 +369,11 @@ fn the_progress_interval_is_configurable_but_never_zero() {
     let config = ConfigLayers::new(home.path().to_path_buf()).load().unwrap();
     assert_eq!(config.progress_interval, DEFAULT_PROGRESS_INTERVAL);
 }
+
+#[test]
+fn a_well_formed_value_no_type_holds_is_still_a_clear_error() {
+    // Found by config::random_input: the syntax is fine, only the full read overflows.
+    let home = home_with("model = \"m\"\nlimit = 999e999\n");
+    let err = layers(&home).load().unwrap_err().to_string();
+    assert!(err.contains("config.toml:2: invalid TOML"), "{err}");
+}

@@ -18,6 +18,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use deputy_protocol::ExecOutputStream;
+use deputy_sandbox::OwnChildren;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -152,6 +153,7 @@ impl Drop for ProcessGroupGuard {
                 unsafe {
                     libc::killpg(pgid, libc::SIGKILL);
                 }
+                deputy_sandbox::kill_escaped(&OWN_CHILDREN);
             });
         if backstop.is_err() {
             // SAFETY: as above.
@@ -197,11 +199,14 @@ pub async fn run_command(
             Ok(())
         });
     }
+    adopt_orphans();
     let start = Instant::now();
-    let mut child = command.spawn().map_err(|source| ExecError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    let (mut child, _own) = OWN_CHILDREN
+        .start(|| command.spawn(), tokio::process::Child::id)
+        .map_err(|source| ExecError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
     let mut group = ProcessGroupGuard(child.id().map(|pid| pid as i32));
     let piped = |name| ExecError::Io(std::io::Error::other(format!("{name} was not piped")));
     let mut stdout = child.stdout.take().ok_or_else(|| piped("stdout"))?;
@@ -241,16 +246,19 @@ pub async fn run_command(
                 // Whatever the command left behind in its group dies with it, so a
                 // background child holding the pipes open cannot stall the turn.
                 group.kill();
+                kill_escaped().await;
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
             }
             () = &mut deadline, if status.is_none() => {
                 timed_out = true;
                 status = Some(group.stop(&mut child).await?);
+                kill_escaped().await;
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
             }
             () = drain_sleep => break,
             () = cancel.cancelled() => {
                 let _ = group.stop(&mut child).await;
+                kill_escaped().await;
                 return Err(ExecError::Cancelled);
             }
         }
@@ -275,6 +283,33 @@ pub async fn run_command(
         duration: start.elapsed(),
         timed_out,
     })
+}
+
+/// The commands' launchers (or the commands themselves, where there is no launcher) this
+/// process started and has not waited for yet: not escaped, though in sessions of their own.
+static OWN_CHILDREN: OwnChildren = OwnChildren::new();
+
+/// Makes deputy the child subreaper of its commands (once, before the first one starts): what
+/// escapes a launcher — an unconfined command can kill its own — is re-parented to deputy
+/// instead of init, and [`kill_escaped`] finds it.
+fn adopt_orphans() {
+    static ADOPTING: std::sync::Once = std::sync::Once::new();
+    ADOPTING.call_once(|| {
+        if let Err(err) = deputy_sandbox::adopt_orphans() {
+            tracing::warn!("cannot adopt the processes commands leave behind: {err}");
+        }
+    });
+}
+
+/// Kills whatever escaped a launcher, now that a command has ended: the launcher of a
+/// command that killed it is gone, and its leftovers are deputy's children.
+async fn kill_escaped() {
+    let killed = tokio::task::spawn_blocking(|| deputy_sandbox::kill_escaped(&OWN_CHILDREN))
+        .await
+        .unwrap_or_default();
+    if killed > 0 {
+        tracing::warn!("killed {killed} processes that outlived their command's launcher");
+    }
 }
 
 fn exit_code_of(status: std::process::ExitStatus) -> i32 {

@@ -6,6 +6,13 @@ use std::path::{Path, PathBuf};
 
 use deputy_apply_patch::{PlannedChange, unified_diff};
 
+/// The text of the file at `path` now, if it is a regular file holding UTF-8. A command may
+/// have put a FIFO or a link under a patched name since: neither is waited on or followed.
+fn current_text(path: &Path) -> Option<String> {
+    let read = crate::untrusted_file::read_file(path, false, usize::MAX / 2).ok()??;
+    String::from_utf8(read.bytes).ok()
+}
+
 /// Content of each touched file before the turn changed it (`None` = did not exist).
 #[derive(Debug, Default)]
 pub(crate) struct TurnDiffTracker {
@@ -36,7 +43,7 @@ impl TurnDiffTracker {
             for path in paths {
                 self.baseline
                     .entry(path.clone())
-                    .or_insert_with(|| std::fs::read_to_string(&path).ok());
+                    .or_insert_with(|| current_text(&path));
             }
             // An in-place update whose old content is the turn's baseline has
             // exactly the planner's diff as its turn diff.
@@ -68,7 +75,7 @@ impl TurnDiffTracker {
     pub(crate) fn diff(&self, cwd: &Path) -> String {
         let mut out = String::new();
         for (path, before) in &self.baseline {
-            let now = std::fs::read_to_string(path).ok();
+            let now = current_text(path);
             if *before == now {
                 continue;
             }
@@ -138,5 +145,30 @@ mod tests {
             "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-one\n-two\n+ONE\n+TWO\n\
              diff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+new\n"
         );
+    }
+
+    #[test]
+    fn a_fifo_put_under_a_patched_name_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+        let mut tracker = TurnDiffTracker::default();
+        apply(
+            &mut tracker,
+            dir.path(),
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** End Patch",
+        );
+        // What a command run between two patches could do.
+        std::fs::remove_file(dir.path().join("a.txt")).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join("a.txt"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        let cwd = dir.path().to_path_buf();
+        let diff = deputy_test_support::random_input::within(
+            std::time::Duration::from_secs(60),
+            move || tracker.diff(&cwd),
+        );
+        assert!(diff.contains("deleted file mode"), "{diff}");
     }
 }

@@ -12,8 +12,8 @@ use nix::unistd::Pid;
 /// A process seen in `/proc`: its id and start time, which together name it even after its
 /// id is reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Process {
-    pid: i32,
+pub(super) struct Process {
+    pub(super) pid: i32,
     start_time: u64,
 }
 
@@ -45,51 +45,102 @@ pub fn kill_all_and_reap() {
 /// Every process below `root`, from a scan of `/proc` (the per-task `children` files are not
 /// built into every kernel).
 fn descendants(root: i32) -> Vec<Process> {
-    let mut children: HashMap<i32, Vec<Process>> = HashMap::new();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if let Some((ppid, start_time)) = parent_and_start(pid) {
-            children
-                .entry(ppid)
-                .or_default()
-                .push(Process { pid, start_time });
-        }
-    }
-    let mut found = Vec::new();
-    let mut queue = vec![root];
-    while let Some(parent) = queue.pop() {
-        for child in children.remove(&parent).unwrap_or_default() {
-            queue.push(child.pid);
-            found.push(child);
-        }
-    }
-    found
+    ProcessTable::scan().below(&[root])
 }
 
-/// The parent pid and start time from `/proc/<pid>/stat`.
-fn parent_and_start(pid: i32) -> Option<(i32, u64)> {
+/// Who is whose child, from one scan of `/proc`.
+pub(super) struct ProcessTable {
+    children: HashMap<i32, Vec<Seen>>,
+}
+
+/// A process as the scan saw it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    pub(super) process: Process,
+    /// Its session id.
+    pub(super) session: i32,
+}
+
+impl ProcessTable {
+    /// Reads every process's parent, session and start time.
+    pub(super) fn scan() -> Self {
+        let mut children: HashMap<i32, Vec<Seen>> = HashMap::new();
+        if let Ok(entries) = fs::read_dir("/proc") {
+            for entry in entries.flatten() {
+                let Some(pid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<i32>().ok())
+                else {
+                    continue;
+                };
+                if let Some(stat) = read_stat(pid) {
+                    children.entry(stat.ppid).or_default().push(Seen {
+                        process: Process {
+                            pid,
+                            start_time: stat.start_time,
+                        },
+                        session: stat.session,
+                    });
+                }
+            }
+        }
+        Self { children }
+    }
+
+    /// The children of `parent`.
+    pub(super) fn children_of(&self, parent: i32) -> &[Seen] {
+        self.children.get(&parent).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every process below those in `roots` (not the roots themselves).
+    pub(super) fn below(&self, roots: &[i32]) -> Vec<Process> {
+        let mut found = Vec::new();
+        let mut queue = roots.to_vec();
+        while let Some(parent) = queue.pop() {
+            for child in self.children_of(parent) {
+                queue.push(child.process.pid);
+                found.push(child.process);
+            }
+        }
+        found
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` used here.
+struct Stat {
+    ppid: i32,
+    session: i32,
+    start_time: u64,
+}
+
+fn read_stat(pid: i32) -> Option<Stat> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name is parenthesised and may hold anything, so count from its end.
     let (_, after_name) = stat.rsplit_once(')')?;
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // Fields 4 (ppid) and 22 (starttime) of proc(5); field 3 (state) is fields[0].
-    let ppid = fields.get(1)?.parse().ok()?;
-    let start_time = fields.get(19)?.parse().ok()?;
-    Some((ppid, start_time))
+    // Fields 4 (ppid), 6 (session) and 22 (starttime) of proc(5); field 3 (state) is
+    // fields[0].
+    Some(Stat {
+        ppid: fields.get(1)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// The session of process `pid`, if it is still there.
+pub(super) fn session_of(pid: i32) -> Option<i32> {
+    read_stat(pid).map(|stat| stat.session)
+}
+
+/// The parent pid and start time from `/proc/<pid>/stat`.
+fn parent_and_start(pid: i32) -> Option<(i32, u64)> {
+    read_stat(pid).map(|stat| (stat.ppid, stat.start_time))
 }
 
 /// SIGKILLs `process` if it is still the one the scan saw: a pidfd pins the process, and the
 /// start time read after opening it proves the pid was not reused in between.
-fn kill(process: Process) {
+pub(super) fn kill(process: Process) {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, process.pid, 0) };
     let still_same =

@@ -3,6 +3,7 @@
 
 mod confine;
 mod descendants;
+mod escaped;
 mod filesystem;
 mod mount_guard;
 mod namespaced;
@@ -12,9 +13,11 @@ mod probe;
 mod subreaper;
 mod supervisor;
 mod syscall_filter;
+mod terminal_guard;
 
 use std::ffi::OsString;
 
+pub use escaped::{OwnChild, OwnChildren, adopt_orphans, kill_escaped};
 pub use probe::probe;
 
 use crate::launch_args::parse_launch_args;

@@ -10,7 +10,7 @@ use nix::unistd::{ForkResult, Pid, fork};
 use super::confine::{Plan, confine_self, enter_dir};
 use super::descendants::kill_all_and_reap;
 use super::supervisor::{die_with_parent, exec_command, exit_code, refuse, refuse_in_child};
-use super::syscall_filter;
+use super::terminal_guard;
 use crate::launch_args::LaunchRequest;
 
 /// Runs the command as our child in its own session, confined by `plan` when given (else
@@ -87,7 +87,7 @@ fn start_command(request: &LaunchRequest, plan: Option<&Plan>) -> ! {
             }
         }
         None => {
-            if let Err(err) = syscall_filter::install_terminal_guard() {
+            if let Err(err) = terminal_guard::install() {
                 refuse_in_child(&format!("cannot guard the terminal: {err}"));
             }
         }

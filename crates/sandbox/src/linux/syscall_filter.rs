@@ -1,9 +1,9 @@
-//! The seccomp filters: for confined commands, no debugging of other processes, no io_uring,
-//! no typing into terminals, and (per policy) no network or Unix sockets; for unconfined ones,
-//! only no typing into terminals.
+//! The seccomp filter for confined commands: no debugging of other processes, no io_uring,
+//! no typing into terminals, and (per policy) no network or Unix sockets. A call through a
+//! foreign ABI (32-bit x86 on x86_64) kills the process; x32 calls fail with `EPERM`.
+//! Unconfined commands get [`super::terminal_guard`] instead.
 
 use std::collections::BTreeMap;
-use std::io;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -27,7 +27,8 @@ pub struct Refused {
     clippy::unnecessary_cast,
     reason = "the request constants are c_ulong on some targets and c_int on others"
 )]
-const TERMINAL_INJECTION_IOCTLS: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+pub(super) const TERMINAL_INJECTION_IOCTLS: [u64; 2] =
+    [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
 
 /// The socket types a `socketpair(AF_UNIX, …)` may have: a connected stream or seqpacket
 /// socket cannot be redirected to another address (`connect` and `sendto` with an address
@@ -129,61 +130,6 @@ pub fn install(refused: Refused) -> Result<(), seccompiler::Error> {
     seccompiler::apply_filter(&build(refused)?)
 }
 
-/// Builds the filter for unconfined commands: terminal injection only.
-pub fn build_terminal_guard() -> Result<BpfProgram, seccompiler::Error> {
-    let mut rules = BTreeMap::new();
-    rules.insert(libc::SYS_ioctl, terminal_injection_rules()?);
-    let mut program = compile(rules)?;
-    allow_foreign_architectures(&mut program);
-    Ok(program)
-}
-
-/// Installs [`build_terminal_guard`]'s filter *without* `no_new_privs`, so setuid programs
-/// (sudo) keep working. The kernel allows that only with `CAP_SYS_ADMIN`, which is also the
-/// only way to push input into a terminal that is not one's controlling terminal; without it
-/// this returns `Ok(false)` and the command, having no controlling terminal, needs no filter.
-pub fn install_terminal_guard() -> io::Result<bool> {
-    let program = build_terminal_guard().map_err(io::Error::other)?;
-    let fprog = libc::sock_fprog {
-        len: u16::try_from(program.len()).map_err(io::Error::other)?,
-        filter: program.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: the kernel copies the program from a live local before returning.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0 as libc::c_ulong,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EACCES) => Ok(false),
-        _ => Err(err),
-    }
-}
-
-/// seccompiler kills a process that makes a syscall of another architecture (32-bit x86 on
-/// x86_64). Confined commands accept that; unconfined ones must keep running 32-bit programs,
-/// so their filter lets those through (it only guards native ioctls).
-fn allow_foreign_architectures(program: &mut BpfProgram) {
-    // The program starts with [load arch, jump if native, return KILL_PROCESS] (after the x32
-    // prefix on x86_64); turn that return into ALLOW.
-    for instruction in program.iter_mut() {
-        if instruction.code == BPF_RET_K && instruction.k == libc::SECCOMP_RET_KILL_PROCESS {
-            instruction.k = libc::SECCOMP_RET_ALLOW;
-            return;
-        }
-    }
-}
-
-/// Opcode `BPF_RET | BPF_K` from `<linux/bpf_common.h>`.
-const BPF_RET_K: u16 = 0x06;
-
 /// On x86_64 the x32 ABI reaches the same syscalls under numbers with bit 30 set, which the
 /// per-number rules would not match; refuse that whole range up front.
 fn with_x32_refused(arch: TargetArch, program: BpfProgram) -> BpfProgram {
@@ -192,9 +138,10 @@ fn with_x32_refused(arch: TargetArch, program: BpfProgram) -> BpfProgram {
     }
     const X32_SYSCALL_BIT: u32 = 0x4000_0000;
     const SECCOMP_DATA_NR_OFFSET: u32 = 0;
-    // Opcodes from <linux/bpf_common.h>: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JGE|BPF_K.
+    // Opcodes from <linux/bpf_common.h>: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JGE|BPF_K, BPF_RET|BPF_K.
     const BPF_LD_W_ABS: u16 = 0x20;
     const BPF_JMP_JGE_K: u16 = 0x35;
+    const BPF_RET_K: u16 = 0x06;
     let prefix = [
         sock_filter {
             code: BPF_LD_W_ABS,
@@ -242,21 +189,5 @@ mod tests {
         .expect("filter");
         assert!(no_network.len() > open.len());
         assert!(closed.len() > no_network.len());
-    }
-
-    #[test]
-    fn the_terminal_guard_allows_foreign_architectures_instead_of_killing() {
-        let guard = build_terminal_guard().expect("filter");
-        let kills = |p: &BpfProgram| {
-            p.iter()
-                .any(|i| i.code == BPF_RET_K && i.k == libc::SECCOMP_RET_KILL_PROCESS)
-        };
-        assert!(!kills(&guard));
-        let confined = build(Refused {
-            network: true,
-            unix_sockets: true,
-        })
-        .expect("filter");
-        assert!(kills(&confined));
     }
 }
