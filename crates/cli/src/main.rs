@@ -147,6 +147,13 @@ enum SessionsCommand {
         /// The session's thread id, or a unique start of it.
         id: String,
     },
+    /// Roll back (or complete) patches a killed session left half-applied, and cut off a
+    /// torn last line — what resuming the session would do — for one session or, without
+    /// an id, every session that needs it.
+    Repair {
+        /// The session's thread id, or a unique start of it.
+        id: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +262,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Sessions(SessionsCommand::Show { id }) => {
             sessions_cmd::show(&layers.deputy_home, &id)
+        }
+        Command::Sessions(SessionsCommand::Repair { id }) => {
+            sessions_cmd::repair(&layers.deputy_home, id.as_deref())
         }
         Command::Review(args) => review_cmd::run(layers, args),
     }

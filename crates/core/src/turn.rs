@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::context_window;
 use crate::instructions;
 use crate::thread::{Session, lock};
-use crate::tools::{self, TurnDiffTracker};
+use crate::tools::{self, PatchInFlight, TurnDiffTracker};
 
 /// How a turn ended early.
 #[derive(Debug)]
@@ -66,6 +66,8 @@ pub(crate) struct TurnContext {
     open_items: Mutex<BTreeMap<String, ThreadItem>>,
     /// The turn's plan item, once the model made a plan.
     plan: Mutex<Option<PlanUpdateItem>>,
+    /// The patch being written, if any: a stopped turn waits for it.
+    pub(crate) patch_in_flight: Mutex<Option<PatchInFlight>>,
 }
 
 /// A new item id (a UUIDv7: unique across threads and restarts).
@@ -207,6 +209,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         diff: Mutex::default(),
         open_items: Mutex::default(),
         plan: Mutex::default(),
+        patch_in_flight: Mutex::default(),
     };
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
     // Overrides that change what the model was told about its environment (cwd,
@@ -246,6 +249,8 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         () = cancel.cancelled() => None,
     };
     ctx.session.approvals.clear_pending();
+    // A patch being written when the turn stopped is finished and reported, not abandoned.
+    tools::finish_interrupted_patch(&ctx).await;
     ctx.close_items();
     let abort = |reason| {
         close_dangling_calls(&ctx.session);

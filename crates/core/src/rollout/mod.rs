@@ -28,6 +28,7 @@ mod list;
 mod paths;
 mod reader;
 mod recorder;
+mod repair;
 
 use std::path::PathBuf;
 
@@ -50,6 +51,7 @@ pub use reader::{
     EventReplay, ResumedSession, RolloutContents, load_rollout, read_events, read_rollout,
 };
 pub use recorder::RolloutRecorder;
+pub use repair::{Repaired, repair_thread, threads_needing_repair};
 
 /// Why a rollout could not be created, opened or read.
 #[derive(Debug, thiserror::Error)]

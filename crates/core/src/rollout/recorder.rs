@@ -16,11 +16,12 @@ use std::sync::Arc;
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::{mpsc, oneshot};
 
-use super::reader::{Tail, resumed_from_bytes};
+use super::reader::{Tail, UNFINISHED_CALL_OUTPUT, resumed_from_bytes};
 use super::{
     CompactedRecord, ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord,
     encode_event_line, encode_line, is_persisted_event, paths,
 };
+use crate::tools::patch_journal::RecoveredPatch;
 
 /// How many bytes of records wait for a flush before they are written anyway.
 const WRITE_BUFFER: usize = 64 * 1024;
@@ -75,33 +76,14 @@ impl RolloutRecorder {
 
     /// Opens the rollout at `path` to continue its thread: takes the lock
     /// (failing with [`RolloutError::Locked`] when another process has it),
-    /// loads the session, cuts off a torn last line and records the outputs
-    /// that close unanswered calls. Needs a tokio runtime.
-    pub fn resume(path: &Path) -> Result<(Self, ResumedSession), RolloutError> {
-        let io_err = |e| RolloutError::io(path, e);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => RolloutError::NotFound(path.display().to_string()),
-                _ => RolloutError::io(path, e),
-            })?;
-        lock_exclusive(&file, path)?;
-        let mut bytes = Vec::new();
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        file.read_to_end(&mut bytes).map_err(io_err)?;
-        let session = resumed_from_bytes(&bytes, path)?;
-        let mut repair = String::new();
-        match session.tail {
-            Tail::Clean => {}
-            Tail::MissingNewline => repair.push('\n'),
-            Tail::Torn(offset) => file.set_len(offset).map_err(io_err)?,
-        }
-        for item in &session.closed_calls {
-            repair.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
-        }
-        file.write_all(repair.as_bytes()).map_err(io_err)?;
+    /// recovers the thread's interrupted patches (`recover_patches`, called under the
+    /// lock), loads the session, cuts off a torn last line and records the outputs that
+    /// close unanswered calls. Needs a tokio runtime.
+    pub fn resume(
+        path: &Path,
+        recover_patches: impl FnOnce() -> Vec<RecoveredPatch>,
+    ) -> Result<(Self, ResumedSession), RolloutError> {
+        let (file, session) = open_to_continue(path, recover_patches)?;
         Ok((Self::spawn(path.to_path_buf(), file), session))
     }
 
@@ -183,6 +165,87 @@ impl RolloutRecorder {
             tracing::warn!(path = %self.path.display(), "rollout writer has stopped; record dropped");
         }
     }
+}
+
+/// Opens the rollout at `path` for appending under its lock and brings it back to a state
+/// a thread can continue from: interrupted patches recovered (`recover_patches`), a torn
+/// last line cut off, and the calls a stop left unanswered closed with outputs that say
+/// what became of them. The file stays locked while the returned handle is open.
+pub(crate) fn open_to_continue(
+    path: &Path,
+    recover_patches: impl FnOnce() -> Vec<RecoveredPatch>,
+) -> Result<(File, ResumedSession), RolloutError> {
+    let io_err = |e| RolloutError::io(path, e);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => RolloutError::NotFound(path.display().to_string()),
+            _ => RolloutError::io(path, e),
+        })?;
+    lock_exclusive(&file, path)?;
+    // Under the lock: nobody else can be writing this thread's patches now.
+    let recovered = recover_patches();
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    file.read_to_end(&mut bytes).map_err(io_err)?;
+    let mut session = resumed_from_bytes(&bytes, path)?;
+    drop(bytes);
+    let mut repair = String::new();
+    match session.tail {
+        Tail::Clean => {}
+        Tail::MissingNewline => repair.push('\n'),
+        Tail::Torn(offset) => file.set_len(offset).map_err(io_err)?,
+    }
+    let notes = explain_recovered_patches(&mut session, &recovered);
+    for item in session.closed_calls.iter().chain(&notes) {
+        repair.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
+    }
+    session.history.extend(notes);
+    file.write_all(repair.as_bytes()).map_err(io_err)?;
+    Ok((file, session))
+}
+
+/// Tells the model and the user what became of each recovered patch: the output of the
+/// call that made it says so when the call was left unanswered, otherwise a developer
+/// message (returned, for the history) does; each is also a warning of the session.
+fn explain_recovered_patches(
+    session: &mut ResumedSession,
+    recovered: &[RecoveredPatch],
+) -> Vec<ResponseItem> {
+    let mut notes = Vec::new();
+    for patch in recovered {
+        let call = patch.call_id.as_deref().unwrap_or("unknown");
+        session
+            .warnings
+            .push(format!("interrupted patch (call {call}): {}", patch.report));
+        let told = format!(
+            "aborted: the session stopped while this patch was being applied; {}",
+            patch.report
+        );
+        let closed = session
+            .closed_calls
+            .iter_mut()
+            .chain(session.history.iter_mut());
+        let mut answered = false;
+        for item in closed {
+            if let ResponseItem::FunctionCallOutput { call_id, output } = item
+                && patch.call_id.as_deref() == Some(call_id.as_str())
+                && output == UNFINISHED_CALL_OUTPUT
+            {
+                output.clone_from(&told);
+                answered = true;
+            }
+        }
+        if !answered {
+            notes.push(ResponseItem::developer_text(format!(
+                "A patch (call {call}) was interrupted when the session last stopped: {}",
+                patch.report
+            )));
+        }
+    }
+    notes
 }
 
 fn writer_gone() -> io::Error {

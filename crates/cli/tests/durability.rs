@@ -1,0 +1,17 @@
+//! What a session keeps when the machine misbehaves: a kill at any instant of a patch, a
+//! full disk under the rollout, a copied session file, a rollout rewritten by hand, a huge
+//! session being loaded — each through the real binary.
+//!
+//! - `patch_kill`: SIGKILL and SIGTERM at random instants of a patch leave every file whole
+//!   and, once the session resumes, the patch all or nothing;
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+#[path = "durability/patch_kill.rs"]
+mod patch_kill;
