@@ -111,13 +111,23 @@ impl Record {
 /// Writes `record` as the whole journal at `path`, durably: written beside it, synced,
 /// renamed over it, and the directory synced.
 pub(crate) fn write(path: &Path, record: &Record) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    // It names the files a patch touches: its owner's eyes only, whatever the umask.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let text = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
     let mut temp_name = path.as_os_str().to_owned();
     temp_name.push(".tmp");
     let temp = PathBuf::from(temp_name);
-    let mut file = std::fs::File::create(&temp)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)?;
     let written = file.write_all(&text).and_then(|()| file.sync_all());
     if let Err(err) = written.and_then(|()| std::fs::rename(&temp, path)) {
         let _ = std::fs::remove_file(&temp);

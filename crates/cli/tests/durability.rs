@@ -4,6 +4,7 @@
 //!
 //! - `patch_kill`: SIGKILL and SIGTERM at random instants of a patch leave every file whole
 //!   and, once the session resumes, the patch all or nothing;
+//! - `full_disk`: a rollout on a full tmpfs fails the turn visibly and loses nothing else;
 
 #![allow(
     clippy::unwrap_used,
@@ -13,5 +14,7 @@
 
 mod common;
 
+#[path = "durability/full_disk.rs"]
+mod full_disk;
 #[path = "durability/patch_kill.rs"]
 mod patch_kill;

@@ -10,7 +10,7 @@ use deputy_protocol::{
     ItemDeltaEvent, ItemEvent, PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary,
     ResponseItem, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadEventMsg,
     ThreadItem, TokenCountEvent, TokenUsage, TokenUsageInfo, TurnAbortReason, TurnAbortedEvent,
-    TurnOverrides, UpdatePlanArgs, UserMessageItem,
+    TurnOverrides, UpdatePlanArgs, UserMessageItem, WarningEvent,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -32,6 +32,8 @@ pub(crate) enum TurnStop {
     Model(ModelError),
     /// The history could not be compacted (or still does not fit after compacting).
     Compaction(String),
+    /// The rollout could not be written (the message names the file and the cause).
+    Rollout(String),
 }
 
 /// What a turn does.
@@ -211,6 +213,8 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         plan: Mutex::default(),
         patch_in_flight: Mutex::default(),
     };
+    // A failed rollout write ended an earlier turn: continue from what the file holds.
+    let recovered = ctx.session.recover_rollout().await;
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
     // Overrides that change what the model was told about its environment (cwd,
     // sandbox, approvals) are told to it, so it does not act on stale facts.
@@ -222,6 +226,18 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         turn_id: ctx.turn_id.clone(),
         model_context_window: ctx.config.context_window(),
     }));
+    match recovered {
+        Ok(None) => {}
+        Ok(Some(lost)) => ctx.emit(ThreadEventMsg::Warning(WarningEvent { message: lost })),
+        Err(message) => {
+            let failed = ThreadEventMsg::TurnFailed(ErrorEvent { message });
+            ctx.session
+                .log
+                .publish_durable(Some(&ctx.turn_id), &ctx.sub_id, failed)
+                .await;
+            return;
+        }
+    }
     let work = async {
         match kind {
             TurnKind::Input { items, .. } => {
@@ -274,7 +290,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
                 message: err.to_string(),
             })
         }
-        Some(Err(TurnStop::Compaction(message))) => {
+        Some(Err(TurnStop::Compaction(message) | TurnStop::Rollout(message))) => {
             close_dangling_calls(&ctx.session);
             ThreadEventMsg::TurnFailed(ErrorEvent { message })
         }
@@ -348,12 +364,18 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
             return Ok(last_agent_message);
         }
         // The calls reach the disk before they run: a crash mid-command keeps them.
-        ctx.session.flush_rollout().await;
+        ctx.session
+            .flush_rollout()
+            .await
+            .map_err(TurnStop::Rollout)?;
         for (call_id, name, arguments) in calls {
             let output = tools::handle_call(ctx, &call_id, &name, &arguments).await?;
             ctx.session
                 .record([ResponseItem::FunctionCallOutput { call_id, output }]);
-            ctx.session.flush_rollout().await;
+            ctx.session
+                .flush_rollout()
+                .await
+                .map_err(TurnStop::Rollout)?;
         }
     }
 }

@@ -29,6 +29,7 @@ mod paths;
 mod reader;
 mod recorder;
 mod repair;
+mod writer;
 
 use std::path::PathBuf;
 

@@ -11,6 +11,16 @@ use uuid::Uuid;
 
 use super::RolloutError;
 
+/// Creates `dir` and its missing parents, each readable by its owner only (0700,
+/// whatever the umask): sessions hold prompts, instructions and command output.
+pub(crate) fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// `$DEPUTY_HOME/sessions`.
 pub fn sessions_dir(home: &Path) -> PathBuf {
     home.join("sessions")
