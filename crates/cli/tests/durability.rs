@@ -5,6 +5,7 @@
 //! - `patch_kill`: SIGKILL and SIGTERM at random instants of a patch leave every file whole
 //!   and, once the session resumes, the patch all or nothing;
 //! - `full_disk`: a rollout on a full tmpfs fails the turn visibly and loses nothing else;
+//! - `identity`: a copied session file is never taken for another thread, and paging ends;
 
 #![allow(
     clippy::unwrap_used,
@@ -16,5 +17,7 @@ mod common;
 
 #[path = "durability/full_disk.rs"]
 mod full_disk;
+#[path = "durability/identity.rs"]
+mod identity;
 #[path = "durability/patch_kill.rs"]
 mod patch_kill;

@@ -102,11 +102,8 @@ impl Server {
         })
         .await?
         .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-        // The cursor is the last thread's id: the next page lists those created before it.
-        let next_cursor = page
-            .more
-            .then(|| page.sessions.last().map(|s| s.id.clone()))
-            .flatten();
+        // The next page lists the threads sorted after the last one here.
+        let next_cursor = page.next_cursor;
         Ok(ThreadListResponse {
             data: page
                 .sessions

@@ -12,7 +12,8 @@ use deputy_protocol::{EventMsg, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadIt
 use serde::Deserialize;
 
 use super::archive::archived_sessions_dir;
-use super::{RolloutError, RolloutItem, SessionSource, paths::sessions_dir};
+use super::head::{copied, id_of_file, read_meta};
+use super::{RolloutError, RolloutItem, SessionMeta, SessionSource, paths::sessions_dir};
 
 /// Characters of the first prompt shown in a listing.
 const PREVIEW_CHARS: usize = 60;
@@ -55,7 +56,8 @@ impl SessionSummary {
 }
 
 /// Sessions under `home`, newest first, at most `limit`, only those whose
-/// working directory is `cwd` when given. Unreadable rollouts are left out.
+/// working directory is `cwd` when given. Unreadable rollouts are left out, and so are
+/// copies (a file whose name and `session_meta` name different threads), with a warning.
 pub fn list_sessions(
     home: &Path,
     cwd: Option<&Path>,
@@ -70,19 +72,37 @@ pub fn list_sessions(
         if sessions.len() >= limit {
             break;
         }
-        match summarize(&path, updated) {
-            // A review's reviewer belongs to its parent; it is not a session of its own.
-            Ok(summary)
-                if summary.parent_thread_id.is_none()
-                    && cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) =>
-            {
-                sessions.push(summary);
-            }
-            Ok(_) => {}
-            Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
+        if let Some(summary) = listed(&path, updated, cwd.as_deref()) {
+            sessions.push(summary);
         }
     }
     Ok(sessions)
+}
+
+/// The summary of the rollout at `path` if a listing shows it: a session of its own (not
+/// a review's reviewer), not a copy, in `cwd` when given. The first line alone decides;
+/// only a session that is shown is read whole.
+fn listed(path: &Path, updated: SystemTime, cwd: Option<&Path>) -> Option<SessionSummary> {
+    let meta = match read_meta(path) {
+        Ok(meta) => meta,
+        Err(err) => {
+            tracing::debug!("not listing {}: {err}", path.display());
+            return None;
+        }
+    };
+    if let Some(named) = id_of_file(path)
+        && named != meta.id
+    {
+        tracing::warn!("not listing {}", copied(path, &named, &meta.id));
+        return None;
+    }
+    // A review's reviewer belongs to its parent; it is not a session of its own.
+    if meta.parent_thread_id.is_some() || cwd.is_some_and(|dir| dir != meta.cwd) {
+        return None;
+    }
+    summarize(path, updated, meta)
+        .inspect_err(|err| tracing::debug!("not listing {}: {err}", path.display()))
+        .ok()
 }
 
 /// One page of a listing by creation (see [`list_sessions_by_creation`]).
@@ -92,13 +112,16 @@ pub struct SessionPage {
     pub sessions: Vec<SessionSummary>,
     /// Whether older sessions remain; the next page starts before the last one here.
     pub more: bool,
+    /// When `more`: the cursor of the next page — the key the listing is sorted by, of the
+    /// last session here, so that the next page always starts after it.
+    pub next_cursor: Option<String>,
 }
 
 /// Sessions under `home` by creation, newest first: those created before session
-/// `before` when given (its id is the cursor), at most `limit`. Thread ids are UUIDv7,
-/// so their order is their creation order and is read from the file names; unlike
+/// `before` when given (the previous page's cursor), at most `limit`. Thread ids are
+/// UUIDv7, so their order is their creation order and is read from the file names; unlike
 /// [`list_sessions`]'s order by modification time it does not change while a client
-/// pages through it. Unreadable rollouts are left out.
+/// pages through it. Unreadable rollouts and copies are left out.
 pub fn list_sessions_by_creation(
     home: &Path,
     before: Option<&str>,
@@ -128,7 +151,9 @@ pub struct CreationQuery<'a> {
 }
 
 /// [`list_sessions_by_creation`] with more choice: archived sessions, or only those of
-/// one working directory. `more` says whether a further session matches.
+/// one working directory. `more` says whether a further session matches. Sessions are
+/// sorted by the thread id in their file names; copies are left out (see
+/// [`list_sessions`]), so every listed session's id is that key.
 pub fn list_by_creation(
     home: &Path,
     query: CreationQuery<'_>,
@@ -150,27 +175,26 @@ pub fn list_by_creation(
         .filter_map(|(path, updated)| Some((id_of_file(&path)?, path, updated)))
         .filter(|(id, _, _)| before.as_ref().is_none_or(|before| id < before))
         .collect();
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
     let mut sessions = Vec::new();
     let mut more = false;
-    for (_, path, updated) in files {
-        match summarize(&path, updated) {
-            // A review's reviewer belongs to its parent; it is not a session of its own.
-            Ok(summary)
-                if summary.parent_thread_id.is_none()
-                    && cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) =>
-            {
-                if sessions.len() == query.limit {
-                    more = true;
-                    break;
-                }
-                sessions.push(summary);
-            }
-            Ok(_) => {}
-            Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
+    let mut last_key = None;
+    for (key, path, updated) in files {
+        let Some(summary) = listed(&path, updated, cwd.as_deref()) else {
+            continue;
+        };
+        if sessions.len() == query.limit {
+            more = true;
+            break;
         }
+        sessions.push(summary);
+        last_key = Some(key);
     }
-    Ok(SessionPage { sessions, more })
+    Ok(SessionPage {
+        sessions,
+        more,
+        next_cursor: last_key.filter(|_| more),
+    })
 }
 
 /// The summary of the rollout at `path`, as a listing shows it.
@@ -178,16 +202,7 @@ pub fn session_summary(path: &Path) -> Result<SessionSummary, RolloutError> {
     let updated = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map_err(|e| RolloutError::io(path, e))?;
-    summarize(path, updated)
-}
-
-/// The thread id in a rollout's file name (`rollout-<time>-<id>.jsonl`), canonical.
-fn id_of_file(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
-    let id = name.get(name.len().checked_sub(36)?..)?;
-    uuid::Uuid::parse_str(id)
-        .ok()
-        .map(|u| u.hyphenated().to_string())
+    summarize(path, updated, read_meta(path)?)
 }
 
 /// How deep rollouts sit below `sessions/`: `YYYY/MM/DD/`.
@@ -223,29 +238,44 @@ pub(super) fn collect_rollouts(
     Ok(())
 }
 
-/// Just the record type, so most lines are skimmed rather than decoded.
+/// Just the record type, for a line whose type is not where rollouts put it.
 #[derive(Deserialize)]
 struct Kind<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
 }
 
-fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, RolloutError> {
+/// The record type of a rollout line: read from its first bytes, where deputy writes it
+/// (after the timestamp), else by parsing the line.
+fn kind_of(line: &[u8]) -> Option<Cow<'_, str>> {
+    const MARKER: &[u8] = br#","type":""#;
+    let head = &line[..line.len().min(96)];
+    if let Some(at) = memchr::memmem::find(head, MARKER) {
+        let rest = &line[at + MARKER.len()..];
+        let end = memchr::memchr(b'"', &rest[..rest.len().min(32)])?;
+        return std::str::from_utf8(&rest[..end]).ok().map(Cow::Borrowed);
+    }
+    serde_json::from_slice::<Kind<'_>>(line)
+        .ok()
+        .map(|k| k.kind)
+}
+
+/// The summary of the rollout at `path`, whose `session_meta` is `meta`: its turns are
+/// counted and its first prompt found without decoding any other line.
+fn summarize(
+    path: &Path,
+    updated: SystemTime,
+    meta: SessionMeta,
+) -> Result<SessionSummary, RolloutError> {
     let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
-    let mut meta = None;
     let mut preview = None;
     let mut turns = 0;
     for line in bytes.split(|&b| b == b'\n') {
-        let Ok(Kind { kind }) = serde_json::from_slice::<Kind<'_>>(line) else {
+        let Some(kind) = kind_of(line) else {
             continue;
         };
         match kind.as_ref() {
             "turn_context" => turns += 1,
-            "session_meta" if meta.is_none() => {
-                if let Ok(RolloutItem::SessionMeta(m)) = serde_json::from_slice(line) {
-                    meta = Some(m);
-                }
-            }
             "event" if preview.is_none() => {
                 if let Ok(RolloutItem::Event(ThreadEvent {
                     msg:
@@ -268,10 +298,6 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
             _ => {}
         }
     }
-    let meta = meta.ok_or_else(|| RolloutError::Corrupt {
-        path: path.to_path_buf(),
-        reason: "it has no readable session_meta line".into(),
-    })?;
     let created = super::paths::id_time(&meta.id).map_or(updated, SystemTime::from);
     Ok(SessionSummary {
         id: meta.id,

@@ -23,6 +23,7 @@
 
 mod archive;
 mod event_line;
+mod head;
 mod ids;
 mod list;
 mod paths;
