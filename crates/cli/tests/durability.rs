@@ -6,6 +6,7 @@
 //!   and, once the session resumes, the patch all or nothing;
 //! - `full_disk`: a rollout on a full tmpfs fails the turn visibly and loses nothing else;
 //! - `identity`: a copied session file is never taken for another thread, and paging ends;
+//! - `reformatted`: a rollout rewritten by another JSON writer still reads whole;
 
 #![allow(
     clippy::unwrap_used,
@@ -21,3 +22,5 @@ mod full_disk;
 mod identity;
 #[path = "durability/patch_kill.rs"]
 mod patch_kill;
+#[path = "durability/reformatted.rs"]
+mod reformatted;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::mpsc;
 
-use super::event_line::{decode_event_line, event_line_seq};
+use super::event_line::{LineKind, decode_any_line, decode_event_line, line_kind};
 use super::{RolloutError, RolloutItem, SessionMeta, TurnContextRecord};
 
 /// Warnings kept per file before the rest are only counted.
@@ -275,15 +275,26 @@ impl Part {
 
     /// Adds the event on `line` to `events` if it is one with `after < seq < before`.
     fn keep(self, line: &[u8], events: &mut Vec<ThreadEvent>) {
-        let Some(seq) = event_line_seq(line) else {
-            return;
-        };
-        if seq <= self.after || seq >= self.before {
-            return;
-        }
+        let wanted = |seq: u64| self.after < seq && seq < self.before;
         // A torn or unreadable line is skipped, as everywhere else.
-        if let Ok(event) = decode_event_line(line) {
-            events.push(event);
+        match line_kind(line) {
+            LineKind::Other => {}
+            LineKind::Event(seq) => {
+                if wanted(seq)
+                    && let Ok(event) = decode_event_line(line)
+                {
+                    events.push(event);
+                }
+            }
+            // Not written the way deputy writes (reformatted by hand or by a tool):
+            // decoded whole to find out.
+            LineKind::Unknown => {
+                if let Ok(RolloutItem::Event(event)) = decode_any_line(line)
+                    && wanted(event.seq)
+                {
+                    events.push(event);
+                }
+            }
         }
     }
 }
@@ -399,13 +410,14 @@ fn scan(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let item = match (&mut events, event_line_seq(line)) {
-            (EventLines::SeqOnly(seen), Some(seq)) if terminated => {
+        let item = match (&mut events, line_kind(line)) {
+            (EventLines::SeqOnly(seen), LineKind::Event(seq)) if terminated => {
                 seen(seq);
                 continue;
             }
-            (_, Some(_)) => decode_event_line(line).map(RolloutItem::Event),
-            (_, None) => serde_json::from_slice::<RolloutItem>(line),
+            (_, LineKind::Event(_)) => decode_event_line(line).map(RolloutItem::Event),
+            (_, LineKind::Other) => serde_json::from_slice::<RolloutItem>(line),
+            (_, LineKind::Unknown) => decode_any_line(line),
         };
         match item {
             Ok(item) => {
