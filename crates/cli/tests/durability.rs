@@ -7,6 +7,7 @@
 //! - `full_disk`: a rollout on a full tmpfs fails the turn visibly and loses nothing else;
 //! - `identity`: a copied session file is never taken for another thread, and paging ends;
 //! - `reformatted`: a rollout rewritten by another JSON writer still reads whole;
+//! - `big_session`: loading a session with a 200 MB line holds up no other request.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,6 +17,8 @@
 
 mod common;
 
+#[path = "durability/big_session.rs"]
+mod big_session;
 #[path = "durability/full_disk.rs"]
 mod full_disk;
 #[path = "durability/identity.rs"]

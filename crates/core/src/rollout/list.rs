@@ -5,6 +5,7 @@
 //! sorts them by modification time first and reads only as many as it shows.
 
 use std::borrow::Cow;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -197,6 +198,16 @@ pub fn list_by_creation(
     })
 }
 
+/// What the first line of the rollout at `path` says of it, as a summary with no turns
+/// and no first prompt: for a caller that has (or does not need) the rest, without
+/// reading a file that may be large.
+pub fn session_head(path: &Path) -> Result<SessionSummary, RolloutError> {
+    let updated = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map_err(|e| RolloutError::io(path, e))?;
+    Ok(summary_of(path, updated, read_meta(path)?, 0, None))
+}
+
 /// The summary of the rollout at `path`, as a listing shows it.
 pub fn session_summary(path: &Path) -> Result<SessionSummary, RolloutError> {
     let updated = std::fs::metadata(path)
@@ -245,34 +256,62 @@ struct Kind<'a> {
     kind: Cow<'a, str>,
 }
 
-/// The record type of a rollout line: read from its first bytes, where deputy writes it
-/// (after the timestamp), else by parsing the line.
-fn kind_of(line: &[u8]) -> Option<Cow<'_, str>> {
+/// Bytes at the start of a line that say its type, as deputy writes lines.
+const LINE_HEAD: usize = 96;
+
+/// The record type the first bytes of a rollout line give, where deputy writes it (after
+/// the timestamp); `None` when it is not there.
+fn head_kind(head: &[u8]) -> Option<&str> {
     const MARKER: &[u8] = br#","type":""#;
-    let head = &line[..line.len().min(96)];
-    if let Some(at) = memchr::memmem::find(head, MARKER) {
-        let rest = &line[at + MARKER.len()..];
-        let end = memchr::memchr(b'"', &rest[..rest.len().min(32)])?;
-        return std::str::from_utf8(&rest[..end]).ok().map(Cow::Borrowed);
-    }
-    serde_json::from_slice::<Kind<'_>>(line)
-        .ok()
-        .map(|k| k.kind)
+    let head = &head[..head.len().min(LINE_HEAD)];
+    let at = memchr::memmem::find(head, MARKER)?;
+    let rest = &head[at + MARKER.len()..];
+    let end = memchr::memchr(b'"', rest)?;
+    std::str::from_utf8(&rest[..end]).ok()
 }
 
 /// The summary of the rollout at `path`, whose `session_meta` is `meta`: its turns are
-/// counted and its first prompt found without decoding any other line.
+/// counted and its first prompt found from the first bytes of each line. Lines are read
+/// as a stream and only the one holding the first prompt is decoded, so a session with a
+/// huge line costs one pass over it and no copy of it.
 fn summarize(
     path: &Path,
     updated: SystemTime,
     meta: SessionMeta,
 ) -> Result<SessionSummary, RolloutError> {
-    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| RolloutError::io(path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::new();
     let mut preview = None;
     let mut turns = 0;
-    for line in bytes.split(|&b| b == b'\n') {
-        let Some(kind) = kind_of(line) else {
-            continue;
+    loop {
+        line.clear();
+        let ended = match read_head(&mut reader, &mut line) {
+            Ok(Some(ended)) => ended,
+            Ok(None) => break,
+            Err(err) => return Err(RolloutError::io(path, err)),
+        };
+        let known = head_kind(&line).map(str::to_string);
+        let whole = match known.as_deref() {
+            Some("event" | "event_msg") => preview.is_none(),
+            Some(_) => false,
+            // Not written the way deputy writes: only the whole line tells.
+            None => true,
+        };
+        if !ended {
+            let rest = if whole {
+                reader.read_until(b'\n', &mut line)
+            } else {
+                reader.skip_until(b'\n')
+            };
+            rest.map_err(|e| RolloutError::io(path, e))?;
+        }
+        let kind = match known {
+            Some(kind) => Cow::Owned(kind),
+            None => match serde_json::from_slice::<Kind<'_>>(&line) {
+                Ok(Kind { kind }) => kind,
+                Err(_) => continue,
+            },
         };
         match kind.as_ref() {
             "turn_context" => turns += 1,
@@ -283,14 +322,14 @@ fn summarize(
                             item: ThreadItem::UserMessage(m),
                         }),
                     ..
-                })) = serde_json::from_slice(line)
+                })) = serde_json::from_slice(&line)
                 {
                     preview = Some(one_line_preview(&m.text));
                 }
             }
             "event_msg" if preview.is_none() => {
                 if let Ok(RolloutItem::EventMsg(EventMsg::UserMessage(m))) =
-                    serde_json::from_slice(line)
+                    serde_json::from_slice(&line)
                 {
                     preview = Some(one_line_preview(&m.message));
                 }
@@ -298,8 +337,42 @@ fn summarize(
             _ => {}
         }
     }
+    Ok(summary_of(path, updated, meta, turns, preview))
+}
+
+/// Reads the first [`LINE_HEAD`] bytes of the next line into `buf` (its newline left
+/// out): `Some(true)` when that is the whole line, `Some(false)` when more follows, `None`
+/// at the end of the file.
+fn read_head(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok((!buf.is_empty()).then_some(true));
+        }
+        let take = &available[..available.len().min(LINE_HEAD - buf.len())];
+        if let Some(newline) = memchr::memchr(b'\n', take) {
+            buf.extend_from_slice(&take[..newline]);
+            reader.consume(newline + 1);
+            return Ok(Some(true));
+        }
+        let taken = take.len();
+        buf.extend_from_slice(take);
+        reader.consume(taken);
+        if buf.len() >= LINE_HEAD {
+            return Ok(Some(false));
+        }
+    }
+}
+
+fn summary_of(
+    path: &Path,
+    updated: SystemTime,
+    meta: SessionMeta,
+    turns: usize,
+    preview: Option<String>,
+) -> SessionSummary {
     let created = super::paths::id_time(&meta.id).map_or(updated, SystemTime::from);
-    Ok(SessionSummary {
+    SessionSummary {
         id: meta.id,
         path: path.to_path_buf(),
         updated,
@@ -311,7 +384,7 @@ fn summarize(
         source: meta.source,
         model_provider: meta.model_provider,
         cli_version: meta.cli_version,
-    })
+    }
 }
 
 /// The first [`PREVIEW_CHARS`] characters of `text` with whitespace runs as single

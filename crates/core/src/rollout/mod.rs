@@ -46,7 +46,7 @@ pub use event_line::{PERSISTED_FIELD_BYTES, encode_event_line};
 pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
 pub use list::{
     CreationQuery, SessionPage, SessionSummary, list_by_creation, list_sessions,
-    list_sessions_by_creation, one_line_preview, session_summary,
+    list_sessions_by_creation, one_line_preview, session_head, session_summary,
 };
 pub use paths::{find_rollout, rollout_path, sessions_dir};
 pub use reader::{
