@@ -197,10 +197,24 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(err) => {
             // A closed stderr must not turn an error into a panic.
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `err` and its causes on one line, each cause left out when what comes before already
+/// says it (errors that quote their cause would otherwise repeat it).
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }
 
 fn init_logging() {

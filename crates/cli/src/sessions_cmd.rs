@@ -45,6 +45,21 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
     for warning in &contents.warnings {
         let _ = writeln!(std::io::stderr(), "warning: {warning}");
     }
+    if !contents
+        .items
+        .iter()
+        .any(|item| matches!(item, RolloutItem::SessionMeta(_)))
+    {
+        let reason = if contents.items.is_empty() && contents.warnings.is_empty() {
+            "it is empty (the process creating it was stopped before writing anything)"
+        } else {
+            "it holds no readable session metadata"
+        };
+        anyhow::bail!(
+            "session {id} cannot be shown: its file {} is unusable: {reason}",
+            path.display()
+        );
+    }
     let mut text = String::new();
     let mut turn = 0;
     for item in &contents.items {

@@ -7,7 +7,8 @@
 //! - `full_disk`: a rollout on a full tmpfs fails the turn visibly and loses nothing else;
 //! - `identity`: a copied session file is never taken for another thread, and paging ends;
 //! - `reformatted`: a rollout rewritten by another JSON writer still reads whole;
-//! - `big_session`: loading a session with a 200 MB line holds up no other request.
+//! - `big_session`: loading a session with a 200 MB line holds up no other request;
+//! - `session_files`: session files are private whatever the umask; an empty one is explained.
 
 #![allow(
     clippy::unwrap_used,
@@ -27,3 +28,5 @@ mod identity;
 mod patch_kill;
 #[path = "durability/reformatted.rs"]
 mod reformatted;
+#[path = "durability/session_files.rs"]
+mod session_files;

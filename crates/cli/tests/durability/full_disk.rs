@@ -1,4 +1,4 @@
-//! A full disk under `$DEPUTY_HOME/sessions`: a real tmpfs of a few hundred KiB mounted
+//! A full (or read-only) disk under `$DEPUTY_HOME/sessions`: a real tmpfs of a few hundred KiB mounted
 //! there in a private mount namespace (`unshare -m`; as a normal user, in a user namespace
 //! too), filled by the test while a turn runs. The client is told the turn failed (naming
 //! the file and the cause), the rollout keeps no torn line, and once space returns the
@@ -15,15 +15,16 @@ use crate::common::{DEPUTY, finish};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// `deputy args…` with a tmpfs of `size` over the home's `sessions/`, filled up first when
-/// `full`. Once deputy exits, the files left in the tmpfs (size and path) are listed in
-/// `<home>/left-in-sessions.txt`, since the tmpfs goes with the namespace.
-fn on_small_disk(home: &TestHome, size: &str, full: bool, args: &[&str]) -> Command {
+/// `deputy args…` with a tmpfs mounted with `options` (`size=…`, `ro`) over the home's
+/// `sessions/`, filled up first when `full`. Once deputy exits, the files left in the tmpfs
+/// (size and path) are listed in `<home>/left-in-sessions.txt`, since the tmpfs goes with
+/// the namespace.
+fn on_tmpfs(home: &TestHome, options: &str, full: bool, args: &[&str]) -> Command {
     let sessions = home.path().join("sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let script = r#"
-        dir=$1; size=$2; full=$3; shift 3
-        mount -t tmpfs -o "size=$size,mode=700" tmpfs "$dir" || exit 97
+        dir=$1; options=$2; full=$3; shift 3
+        mount -t tmpfs -o "$options,mode=700" tmpfs "$dir" || exit 97
         if [ "$full" = yes ]; then cat /dev/zero > "$dir/filler" 2>/dev/null; fi
         "$@"; code=$?
         find "$dir" -type f ! -name filler -printf '%s %P\n' > "$dir/../left-in-sessions.txt"
@@ -45,7 +46,7 @@ fn on_small_disk(home: &TestHome, size: &str, full: bool, args: &[&str]) -> Comm
             "sh",
         ])
         .arg(&sessions)
-        .args([size, if full { "yes" } else { "no" }, DEPUTY])
+        .args([options, if full { "yes" } else { "no" }, DEPUTY])
         .args(args)
         .env("HOME", home.path());
     command
@@ -96,7 +97,7 @@ fn user_texts(request: &deputy_test_support::RecordedRequest) -> Vec<String> {
 fn a_thread_that_cannot_write_its_rollout_fails_and_leaves_no_empty_file() {
     let model = MockModelServer::start();
     let home = TestHome::new(&model.base_url());
-    let run = finish(on_small_disk(&home, "64k", true, &["exec", "hello"]));
+    let run = finish(on_tmpfs(&home, "size=64k", true, &["exec", "hello"]));
 
     assert_ne!(run.status.code(), Some(0), "{}", run.stderr);
     assert_ne!(
@@ -125,7 +126,7 @@ fn a_full_disk_mid_turn_fails_the_turn_and_the_thread_continues_from_what_was_sa
         MockResponse::text_turn(big_answer.clone()).delay_before(Duration::from_millis(500)),
         MockResponse::text_turn("third answer"),
     ]);
-    let client = StdioClient::spawn(on_small_disk(&home, "512k", false, &["mcp-server"]));
+    let client = StdioClient::spawn(on_tmpfs(&home, "size=512k", false, &["mcp-server"]));
     McpSession::initialize(&client, json!({}));
     let sessions = seen_by(client.pid(), &home.path().join("sessions"));
     let call = |tool: &str, arguments: Value| {
@@ -236,5 +237,21 @@ fn a_full_disk_mid_turn_fails_the_turn_and_the_thread_continues_from_what_was_sa
             .into_iter()
             .chain(["fourth prompt".to_string()])
             .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_read_only_sessions_directory_is_one_clear_error() {
+    let model = MockModelServer::start();
+    let home = TestHome::new(&model.base_url());
+    let run = finish(on_tmpfs(&home, "ro", false, &["exec", "hello"]));
+
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let cause = "Read-only file system";
+    assert_eq!(run.stderr.matches(cause).count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot create the session file"),
+        "{}",
+        run.stderr
     );
 }
