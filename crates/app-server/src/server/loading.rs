@@ -14,6 +14,10 @@ use crate::protocol::{ClientRequest, JsonRpcError, RequestId, ThreadStartRespons
 
 use super::{Server, blocking, load_error};
 
+/// A `thread/resume` done: the thread, the seq before its new `session_configured` when
+/// this call resumed it, and the response.
+pub(super) type Resumed = Result<(Arc<Thread>, Option<u64>, ThreadStartResponse), JsonRpcError>;
+
 /// Requests held back while their thread loads, by canonical thread id.
 pub(crate) type Waiting = HashMap<String, Vec<(RequestId, ClientRequest)>>;
 
@@ -24,11 +28,10 @@ pub(crate) struct Loaded {
 }
 
 enum Outcome {
-    /// `thread/resume` `request`, answered with the thread, the seq before its new
-    /// `session_configured` when this load resumed it, and the response.
+    /// `thread/resume` `request`, done.
     Resumed {
         request: RequestId,
-        result: Result<(Arc<Thread>, Option<u64>, ThreadStartResponse), JsonRpcError>,
+        result: Box<Resumed>,
     },
     /// The thread is loaded, or could not be.
     Ready(Result<(), JsonRpcError>),
@@ -90,7 +93,7 @@ impl Server {
                         super::threads::resume(manager, home, params.thread_id, layers).await;
                     let outcome = Outcome::Resumed {
                         request: id,
-                        result,
+                        result: Box::new(result),
                     };
                     let _ = loaded.send(Loaded {
                         thread_id: key,
@@ -123,7 +126,7 @@ impl Server {
         let waiting = self.waiting.remove(&loaded.thread_id).unwrap_or_default();
         let failed = match loaded.outcome {
             Outcome::Resumed { request, result } => {
-                self.finish_resume(request, result).await;
+                self.finish_resume(request, *result).await;
                 None
             }
             Outcome::Ready(result) => result.err(),
@@ -144,11 +147,7 @@ impl Server {
         !self.waiting.is_empty()
     }
 
-    pub(super) async fn finish_resume(
-        &mut self,
-        id: RequestId,
-        result: Result<(Arc<Thread>, Option<u64>, ThreadStartResponse), JsonRpcError>,
-    ) {
+    pub(super) async fn finish_resume(&mut self, id: RequestId, result: Resumed) {
         match result {
             Ok((thread, resumed_after, response)) => {
                 self.outgoing

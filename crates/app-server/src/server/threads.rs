@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use deputy_core::ThreadManager;
 use deputy_core::config::ConfigLayers;
-use deputy_core::{Thread, ThreadManager};
 
 use deputy_core::rollout::{
     CreationQuery, archive_rollout, find_rollout, list_by_creation, read_events, session_head,
@@ -15,12 +15,12 @@ use crate::history::turns_from_events;
 use crate::protocol::{
     JsonRpcError, RequestId, ServerNotification, ThreadArchiveParams, ThreadArchiveResponse,
     ThreadArchivedNotification, ThreadListParams, ThreadListResponse, ThreadReadParams,
-    ThreadReadResponse, ThreadResumeParams, ThreadStartParams, ThreadStartResponse,
-    ThreadStartedNotification, methods,
+    ThreadReadResponse, ThreadResumeParams, ThreadStartParams, ThreadStartedNotification, methods,
 };
 
 use crate::shapes::wire_thread;
 
+use super::loading::Resumed;
 use super::{
     Reply, Server, blocking, first_prompt, live_events, load, not_found_or_internal,
     settings_response,
@@ -206,7 +206,7 @@ pub(super) async fn resume(
     home: PathBuf,
     thread_id: String,
     layers: ConfigLayers,
-) -> Result<(Arc<Thread>, Option<u64>, ThreadStartResponse), JsonRpcError> {
+) -> Resumed {
     let (thread, resumed_after) = load(&manager, &thread_id, layers).await?;
     let events = live_events(&thread).await;
     let running = thread.active_turn();
