@@ -13,7 +13,7 @@ use deputy_protocol::{EventMsg, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadIt
 use serde::Deserialize;
 
 use super::archive::archived_sessions_dir;
-use super::head::{copied, id_of_file, read_meta};
+use super::head::{copied, id_of_file, read_head_fields, read_meta};
 use super::{RolloutError, RolloutItem, SessionMeta, SessionSource, paths::sessions_dir};
 
 /// Characters of the first prompt shown in a listing.
@@ -84,24 +84,25 @@ pub fn list_sessions(
 /// a review's reviewer), not a copy, in `cwd` when given. The first line alone decides;
 /// only a session that is shown is read whole.
 fn listed(path: &Path, updated: SystemTime, cwd: Option<&Path>) -> Option<SessionSummary> {
-    let meta = match read_meta(path) {
-        Ok(meta) => meta,
+    let head = match read_head_fields(path) {
+        Ok(head) => head,
         Err(err) => {
             tracing::debug!("not listing {}: {err}", path.display());
             return None;
         }
     };
     if let Some(named) = id_of_file(path)
-        && named != meta.id
+        && named != head.id
     {
-        tracing::warn!("not listing {}", copied(path, &named, &meta.id));
+        tracing::warn!("not listing {}", copied(path, &named, &head.id));
         return None;
     }
     // A review's reviewer belongs to its parent; it is not a session of its own.
-    if meta.parent_thread_id.is_some() || cwd.is_some_and(|dir| dir != meta.cwd) {
+    if head.parent_thread_id.is_some() || cwd.is_some_and(|dir| dir != head.cwd) {
         return None;
     }
-    summarize(path, updated, meta)
+    read_meta(path)
+        .and_then(|meta| summarize(path, updated, meta))
         .inspect_err(|err| tracing::debug!("not listing {}: {err}", path.display()))
         .ok()
 }
