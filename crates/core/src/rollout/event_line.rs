@@ -221,14 +221,25 @@ pub(crate) enum LineKind {
     Unknown,
 }
 
+/// Bytes at the start of a line that say what it is, as deputy writes lines.
+pub(crate) const LINE_HEAD: usize = 96;
+
+/// The record type the first bytes of a rollout line give, where deputy writes it (after
+/// the timestamp); `None` when it is not there.
+pub(crate) fn line_type(line: &[u8]) -> Option<&str> {
+    const TYPE: &[u8] = br#","type":""#;
+    let head = &line[..line.len().min(LINE_HEAD)];
+    let rest = &head[memmem::find(head, TYPE)? + TYPE.len()..];
+    std::str::from_utf8(&rest[..memchr::memchr(b'"', rest)?]).ok()
+}
+
 /// The kind of a rollout line, from its first bytes alone (see [`LineKind`]).
 pub(crate) fn line_kind(line: &[u8]) -> LineKind {
     const EVENT: &[u8] = br#""type":"event","payload":{"seq":"#;
-    const TYPE: &[u8] = br#","type":""#;
     static EVENT_FINDER: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new(EVENT));
     // `{"timestamp":"YYYY-MM-DDThh:mm:ss.mmmZ",` comes first; look a little past it.
-    let head = &line[..line.len().min(96)];
+    let head = &line[..line.len().min(LINE_HEAD)];
     if let Some(at) = EVENT_FINDER.find(head) {
         let at = at + EVENT.len();
         let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
@@ -237,8 +248,8 @@ pub(crate) fn line_kind(line: &[u8]) -> LineKind {
             .and_then(|seq| seq.parse().ok())
             .map_or(LineKind::Unknown, LineKind::Event);
     }
-    match memmem::find(head, TYPE) {
-        Some(at) if !line[at + TYPE.len()..].starts_with(b"event\"") => LineKind::Other,
+    match line_type(head) {
+        Some(kind) if kind != "event" => LineKind::Other,
         _ => LineKind::Unknown,
     }
 }

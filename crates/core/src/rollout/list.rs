@@ -13,6 +13,7 @@ use deputy_protocol::{EventMsg, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadIt
 use serde::Deserialize;
 
 use super::archive::archived_sessions_dir;
+use super::event_line::{LINE_HEAD, line_type};
 use super::head::{copied, id_of_file, read_head_fields, read_meta};
 use super::{RolloutError, RolloutItem, SessionMeta, SessionSource, paths::sessions_dir};
 
@@ -257,20 +258,6 @@ struct Kind<'a> {
     kind: Cow<'a, str>,
 }
 
-/// Bytes at the start of a line that say its type, as deputy writes lines.
-const LINE_HEAD: usize = 96;
-
-/// The record type the first bytes of a rollout line give, where deputy writes it (after
-/// the timestamp); `None` when it is not there.
-fn head_kind(head: &[u8]) -> Option<&str> {
-    const MARKER: &[u8] = br#","type":""#;
-    let head = &head[..head.len().min(LINE_HEAD)];
-    let at = memchr::memmem::find(head, MARKER)?;
-    let rest = &head[at + MARKER.len()..];
-    let end = memchr::memchr(b'"', rest)?;
-    std::str::from_utf8(&rest[..end]).ok()
-}
-
 /// The summary of the rollout at `path`, whose `session_meta` is `meta`: its turns are
 /// counted and its first prompt found from the first bytes of each line. Lines are read
 /// as a stream and only the one holding the first prompt is decoded, so a session with a
@@ -292,7 +279,7 @@ fn summarize(
             Ok(None) => break,
             Err(err) => return Err(RolloutError::io(path, err)),
         };
-        let known = head_kind(&line).map(str::to_string);
+        let known = line_type(&line).map(str::to_string);
         let whole = match known.as_deref() {
             Some("event" | "event_msg") => preview.is_none(),
             Some(_) => false,

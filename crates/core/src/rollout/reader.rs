@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::mpsc;
 
-use super::event_line::{LineKind, decode_any_line, decode_event_line, line_kind};
+use super::event_line::{LINE_HEAD, LineKind, decode_any_line, decode_event_line, line_kind};
 use super::{RolloutError, RolloutItem, SessionMeta, TurnContextRecord};
 
 /// Warnings kept per file before the rest are only counted.
@@ -208,8 +208,6 @@ impl EventReplay {
 
 /// Bytes read at a time within a part.
 const READ_BYTES: u64 = 1 << 20;
-/// Bytes at the start of a line that say what it is (see [`line_kind`]).
-const LINE_HEAD: usize = 96;
 /// Bytes read at a time to finish a line that runs past a part's end.
 const TAIL_READ_BYTES: u64 = 64 << 10;
 
