@@ -99,10 +99,20 @@ pub async fn serve(
     let writer = tokio::spawn(transport::write_messages(output, queue));
     let (inbound_tx, mut inbound) = mpsc::channel(INBOUND_QUEUE);
     let reader = tokio::spawn(read_input(input, outgoing.clone(), inbound_tx));
-    let mut server = Server::new(manager.clone(), layers, outgoing);
+    let (loaded_tx, mut loaded) = mpsc::unbounded_channel();
+    let mut server = Server::new(manager.clone(), layers, outgoing, loaded_tx);
     let dispatch = async {
-        while let Some(message) = inbound.recv().await {
-            server.handle(message).await;
+        // Requests in arrival order; threads being loaded report in between (see
+        // `server/loading.rs`). Once the client is gone, loads under way still finish.
+        let mut input_open = true;
+        while input_open || server.loading() {
+            tokio::select! {
+                message = inbound.recv(), if input_open => match message {
+                    Some(message) => server.handle(message).await,
+                    None => input_open = false,
+                },
+                Some(done) = loaded.recv() => server.loaded(done).await,
+            }
         }
     };
     let signal = tokio::select! {

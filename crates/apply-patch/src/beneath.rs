@@ -235,6 +235,78 @@ impl Dir {
         let name = plain_name(name)?;
         Ok(nix::unistd::unlinkat(self, name, UnlinkatFlags::RemoveDir)?)
     }
+
+    /// Renames the entry `from` to `to` in this directory, replacing what `to` names
+    /// (atomically); neither name is followed if it is a symlink.
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        let (from, to) = (plain_name(from)?, plain_name(to)?);
+        Ok(nix::fcntl::renameat(self, from, self, to)?)
+    }
+
+    /// Makes `link` a new name, in this directory, of the entry `name` (not followed if it
+    /// is a symlink); `link` must not exist.
+    pub fn hard_link(&self, name: &OsStr, link: &OsStr) -> io::Result<()> {
+        let (name, link) = (plain_name(name)?, plain_name(link)?);
+        Ok(nix::unistd::linkat(
+            self,
+            name,
+            self,
+            link,
+            nix::fcntl::AtFlags::empty(),
+        )?)
+    }
+
+    /// The identity of the entry `name` (not followed if it is a symlink), or `None` when
+    /// there is none.
+    pub fn entry_id(&self, name: &OsStr) -> io::Result<Option<FileId>> {
+        let name = plain_name(name)?;
+        match nix::sys::stat::fstatat(self, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(FileId::of(&stat))),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(errno) => Err(errno.into()),
+        }
+    }
+
+    /// The directory's identity.
+    pub fn id(&self) -> io::Result<FileId> {
+        Ok(FileId::of(&nix::sys::stat::fstat(self)?))
+    }
+
+    /// Flushes the directory's entries (names made, renamed or removed) to the disk.
+    pub fn sync(&self) -> io::Result<()> {
+        // The handle is O_PATH, which cannot be synced: open the directory itself.
+        let fd = nix::fcntl::openat(
+            self,
+            ".",
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(nix::unistd::fsync(&fd)?)
+    }
+}
+
+/// Which file an entry is: its device and inode, as `stat` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    /// The device.
+    pub dev: u64,
+    /// The inode.
+    pub ino: u64,
+}
+
+impl FileId {
+    /// The identity `stat` describes.
+    pub fn of(stat: &nix::sys::stat::FileStat) -> Self {
+        FileId {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        }
+    }
+
+    /// The identity of an open file.
+    pub fn of_file(file: &File) -> io::Result<Self> {
+        Ok(FileId::of(&nix::sys::stat::fstat(file)?))
+    }
 }
 
 /// Splits `relative` into its parent directory and final name; both plain names only.

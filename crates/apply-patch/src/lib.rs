@@ -31,6 +31,10 @@
 //!    directory and a path beneath it — and reached from that root without
 //!    following symlinks ([`beneath`]), so a path checked when the targets were
 //!    chosen cannot be redirected elsewhere by a symlink swapped in afterwards.
+//!    Each file is replaced by renaming a synced temporary file over it, so a
+//!    kill at any instant leaves it whole, old or new. [`apply_journaled`] also
+//!    keeps a journal on disk until the apply is over, from which [`recover`]
+//!    rolls back (or, once committed, completes) an apply that a kill cut short.
 //!
 //! [`apply_patch`] runs all three. [`extract_patch_from_argv`] recognises a
 //! shell command that is really a patch (`apply_patch <<'EOF' … EOF`).
@@ -93,8 +97,10 @@ mod diff;
 mod error;
 mod heredoc;
 mod invocation;
+mod journal;
 mod parser;
 mod plan;
+mod staging;
 mod target;
 mod transaction;
 mod update;
@@ -104,10 +110,11 @@ use std::path::Path;
 pub use diff::unified_diff;
 pub use error::{ApplyError, PatchError};
 pub use invocation::{ExtractedPatch, extract_patch_from_argv};
+pub use journal::{FileOutcome, JournalError, JournalFile, Recovery, RecoveryAction, recover};
 pub use parser::{Hunk, ParseError, Patch, UpdateChunk, parse_patch};
 pub use plan::{PlannedChange, plan_patch};
 pub use target::{WriteTarget, WriteTargets};
-pub use transaction::{ApplySummary, apply_planned};
+pub use transaction::{ApplySummary, apply_journaled, apply_planned};
 
 /// Parses `text`, plans it against `cwd` and applies it all-or-nothing, each path
 /// written where it resolves once planned ([`WriteTargets::resolved_now`]).

@@ -1,18 +1,24 @@
-//! Writing planned changes all-or-nothing, with a journal to roll back.
+//! Writing planned changes all-or-nothing, and so that no kill can tear a file.
+//!
+//! Every file is replaced whole: its new content is written to a temporary file beside it
+//! (same directory, reached beneath its root like the file itself, with the old file's
+//! permissions — and owner, as root), synced, and renamed over it; at any instant the file
+//! holds its old content or its new content, never a mix. The old file stays under a backup
+//! name (a hard link, in the same directory) until every rename is done, and a journal
+//! ([`crate::journal`]) records the plan before anything changes, so that an apply that
+//! fails midway is rolled back at once and one interrupted by a kill is rolled back (or, if
+//! it had committed, completed) by [`crate::recover`] later.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
-use nix::errno::Errno;
-
-use crate::beneath::{Dir, FileOpen, Root, split_relative};
+use crate::beneath::{Dir, FileId, Root};
 use crate::error::ApplyError;
+use crate::journal::{self, JournalFile, Record, Stage};
 use crate::plan::PlannedChange;
+use crate::staging::{Expect, Failure, FileChange, Final, Staged};
 use crate::target::{WriteTarget, WriteTargets};
 
 /// What a successful apply changed, by path as written in the patch.
@@ -64,21 +70,35 @@ impl fmt::Display for ApplySummary {
     }
 }
 
-/// Writes `changes` in order, each path at its target in `targets`. If any step fails,
-/// every earlier step is undone (old contents restored, new files and directories removed)
-/// before the error is returned.
+/// Writes `changes`, each path at its target in `targets`, all or nothing: if any step
+/// fails, everything done so far is undone (old files put back, new files and directories
+/// removed) before the error is returned. No journal is kept on disk, so a process killed
+/// midway can leave some files patched and others not (each one whole); see
+/// [`apply_journaled`].
 ///
 /// Every file and directory is reached from its target's root without following symlinks
 /// ([`crate::beneath`]): a symlink that appeared on the way since the targets were chosen
 /// fails the patch ([`ApplyError::Redirected`]) instead of redirecting a write. Parent
 /// directories of added and moved files are created as needed. Each file is checked to still
-/// hold the content it was planned from, read through the very descriptor that is then
-/// written, so edits made on disk between planning and applying are never overwritten and
-/// what is written always derives from the file actually opened. A path without a target
-/// fails the patch before anything is written.
+/// hold the content it was planned from before anything is written, and to still be that
+/// same file when the new one is renamed over it, so edits made on disk between planning and
+/// applying are not overwritten. A path without a target fails the patch before anything is
+/// written.
 pub fn apply_planned(
     changes: &[PlannedChange],
     targets: &WriteTargets,
+) -> Result<ApplySummary, ApplyError> {
+    apply_journaled(changes, targets, None)
+}
+
+/// [`apply_planned`], recording the plan in `journal` before the first file changes, so
+/// that a kill at any instant leaves a journal from which [`crate::recover`] rolls the
+/// apply back (or completes it, if every rename was done). The journal is removed when the
+/// apply ends either way, unless a rollback failed.
+pub fn apply_journaled(
+    changes: &[PlannedChange],
+    targets: &WriteTargets,
+    journal: Option<&JournalFile>,
 ) -> Result<ApplySummary, ApplyError> {
     if let Some(path) = changes
         .iter()
@@ -100,342 +120,276 @@ pub fn apply_planned(
             path: path.to_path_buf(),
         });
     }
-    let mut places = Places {
-        targets,
-        roots: HashMap::new(),
+    let mut roots = Roots::default();
+    let mut staged = Vec::new();
+    let mut dirs = Vec::new();
+    // Every file found and checked first: a plan that no longer applies changes nothing.
+    for change in fold(changes, targets) {
+        let path = change.path;
+        let root = roots.get(change.target.root(), path).map_err(into_error)?;
+        if let Some(file) = Staged::inspect(change, root, &mut dirs).map_err(into_error)? {
+            staged.push(file);
+        }
+    }
+    let files = staged.iter().map(|s| s.record.clone()).collect();
+    let label = journal.map(|j| j.label.clone()).unwrap_or_default();
+    let mut run = Run {
+        staged,
+        made_dirs: Vec::new(),
+        record: Record::new(label, files, dirs),
+        journal: journal.map(|j| j.path.as_path()),
+        journal_written: false,
     };
-    let mut journal = Journal::default();
-    for change in changes {
-        if let Err(failure) = apply_one(change, &mut places, &mut journal) {
-            let rollback_failures = journal.roll_back();
-            return Err(failure.into_error(rollback_failures));
-        }
-    }
-    Ok(ApplySummary::of(changes))
-}
-
-fn apply_one(
-    change: &PlannedChange,
-    places: &mut Places<'_>,
-    journal: &mut Journal,
-) -> Result<(), Failure> {
-    match change {
-        PlannedChange::Add { path, content, .. } => {
-            let place = places.create_parent(path, journal)?;
-            place.rewrite(content.as_bytes(), journal)
-        }
-        PlannedChange::Delete { path, content, .. } => {
-            let Some(place) = places.existing_parent(path)? else {
-                return Err(Failure::Changed(path.clone()));
-            };
-            let Some(prior) = place.read(FileOpen::Read)?.map(|(_, bytes)| bytes) else {
-                return Err(Failure::Changed(path.clone()));
-            };
-            if String::from_utf8_lossy(&prior) != *content {
-                return Err(Failure::Changed(path.clone()));
-            }
-            place.remove(prior, journal)
-        }
-        PlannedChange::Update {
-            path,
-            move_path,
-            old_content,
-            new_content,
-            ..
-        } => {
-            let Some(place) = places.existing_parent(path)? else {
-                return Err(Failure::Changed(path.clone()));
-            };
-            // A move onto a name that resolved to the file itself (a symlink to it) is an
-            // edit in place: writing the destination and removing the source would lose it.
-            let dest = move_path
-                .as_deref()
-                .filter(|dest| !places.same_file(path, dest));
-            let Some(dest) = dest else {
-                return place.update(old_content.as_bytes(), new_content.as_bytes(), journal);
-            };
-            let Some((_, prior)) = place.read(FileOpen::Read)? else {
-                return Err(Failure::Changed(path.clone()));
-            };
-            if prior != old_content.as_bytes() {
-                return Err(Failure::Changed(path.clone()));
-            }
-            let dest = places.create_parent(dest, journal)?;
-            dest.rewrite(new_content.as_bytes(), journal)?;
-            place.remove(prior, journal)
+    match run.apply(&mut roots) {
+        Ok(()) => Ok(ApplySummary::of(changes)),
+        #[cfg(test)]
+        Err(Failure::Crashed) => Err(failure_into_error(Failure::Crashed, Vec::new())),
+        Err(failure) => {
+            let rollback_failures = run.roll_back();
+            Err(failure_into_error(failure, rollback_failures))
         }
     }
 }
 
-/// Opens each target's root once and finds the directory a planned path lives in.
-struct Places<'a> {
-    targets: &'a WriteTargets,
-    roots: HashMap<PathBuf, Root>,
-}
-
-impl Places<'_> {
-    /// The place of `path`, whose parent directories are created (and journaled) as needed.
-    fn create_parent(&mut self, path: &Path, journal: &mut Journal) -> Result<Place, Failure> {
-        let (target, parent, name) = self.split(path)?;
-        let root = self.root(path, &target)?;
-        let mut made = Vec::new();
-        let opened = root.create_dir_all(&parent, |dir, relative| {
-            made.push((dir.clone(), relative.to_path_buf()));
-        });
-        // Journal what was made even when a later step failed, so the rollback removes it.
-        for (dir, relative) in made {
-            journal.undo.push(Undo::RemoveDir {
-                dir,
-                name: relative.file_name().unwrap_or_default().to_owned(),
-                path: root.path().join(relative),
-            });
-        }
-        let dir = opened.map_err(|e| Failure::io(path, "create directory", e))?;
-        Ok(Place::new(path, dir, name))
-    }
-
-    /// Whether the planned paths `a` and `b` target the same file.
-    fn same_file(&self, a: &Path, b: &Path) -> bool {
-        let full_path = |path| self.targets.get(path).map(WriteTarget::full_path);
-        full_path(a).is_some_and(|a| Some(a) == full_path(b))
-    }
-
-    /// The place of `path`, or `None` when its directory does not exist.
-    fn existing_parent(&mut self, path: &Path) -> Result<Option<Place>, Failure> {
-        let (target, parent, name) = self.split(path)?;
-        let root = self.root(path, &target)?;
-        match root.open_dir(&parent) {
-            Ok(dir) => Ok(Some(Place::new(path, dir, name))),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(Failure::io(path, "open directory", err)),
-        }
-    }
-
-    fn split(&self, path: &Path) -> Result<(WriteTarget, PathBuf, OsString), Failure> {
-        // apply_planned checked up front that every path has a target.
-        let target = self.targets.get(path).cloned().ok_or_else(|| {
-            Failure::io(
-                path,
-                "find the write target",
-                io::ErrorKind::NotFound.into(),
-            )
-        })?;
-        let (parent, name) =
-            split_relative(target.relative()).map_err(|e| Failure::io(path, "resolve", e))?;
-        let name = name.to_owned();
-        Ok((target, parent, name))
-    }
-
-    fn root(&mut self, path: &Path, target: &WriteTarget) -> Result<&Root, Failure> {
-        if !self.roots.contains_key(target.root()) {
-            let root =
-                Root::open(target.root()).map_err(|e| Failure::io(path, "open directory", e))?;
-            self.roots.insert(target.root().to_path_buf(), root);
-        }
-        Ok(&self.roots[target.root()])
-    }
-}
-
-/// One file: the directory it lives in, opened beneath its root, and its name there.
-struct Place {
-    path: PathBuf,
-    dir: Dir,
-    name: OsString,
-}
-
-impl Place {
-    fn new(path: &Path, dir: Dir, name: OsString) -> Self {
-        Place {
-            path: path.to_path_buf(),
-            dir,
-            name,
-        }
-    }
-
-    /// The open file and its bytes, or `None` if it does not exist.
-    fn read(&self, how: FileOpen) -> Result<Option<(File, Vec<u8>)>, Failure> {
-        let action = if how == FileOpen::Read {
-            "read"
-        } else {
-            "open for writing"
+/// What `changes` do to each file, in the order the files are first touched. Files are
+/// told apart by where they are written, so two planned paths that lead to one file (a
+/// move onto a symlink to the file itself) are one file.
+fn fold<'a>(changes: &'a [PlannedChange], targets: &'a WriteTargets) -> Vec<FileChange<'a>> {
+    let mut files: Vec<FileChange<'a>> = Vec::new();
+    let mut index: HashMap<PathBuf, usize> = HashMap::new();
+    let mut touch = |path: &'a Path, expect: Expect<'a>, last: Final<'a>| {
+        // apply_journaled checked that every path has a target.
+        let Some(target) = targets.get(path) else {
+            return;
         };
-        let mut file = match self.dir.open_file(&self.name, how) {
-            Ok(file) => file,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(Failure::io(&self.path, action, err)),
-        };
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| Failure::io(&self.path, "read", e))?;
-        Ok(Some((file, bytes)))
-    }
-
-    /// Replaces `expected` with `content` in the existing file, through one descriptor.
-    fn update(
-        &self,
-        expected: &[u8],
-        content: &[u8],
-        journal: &mut Journal,
-    ) -> Result<(), Failure> {
-        let Some((file, prior)) = self.read(FileOpen::ReadWrite)? else {
-            return Err(Failure::Changed(self.path.clone()));
-        };
-        if prior != expected {
-            return Err(Failure::Changed(self.path.clone()));
-        }
-        journal.undo.push(self.restore(Some(prior)));
-        overwrite(&file, content).map_err(|e| Failure::io(&self.path, "write", e))
-    }
-
-    /// Writes `content` as the whole file, creating it if needed.
-    fn rewrite(&self, content: &[u8], journal: &mut Journal) -> Result<(), Failure> {
-        let (file, prior) = match self.read(FileOpen::ReadWrite)? {
-            Some((file, prior)) => (file, Some(prior)),
+        match index.get(&target.full_path()) {
+            Some(&at) => files[at].last = last,
             None => {
-                let file = self
-                    .dir
-                    .open_file(&self.name, FileOpen::CreateNew)
-                    .map_err(|e| Failure::io(&self.path, "write", e))?;
-                (file, None)
+                index.insert(target.full_path(), files.len());
+                files.push(FileChange {
+                    path,
+                    target,
+                    expect,
+                    last,
+                });
             }
+        }
+    };
+    for change in changes {
+        match change {
+            PlannedChange::Add { path, content, .. } => {
+                touch(path, Expect::Anything, Final::Write(content.as_bytes()));
+            }
+            PlannedChange::Delete { path, content, .. } => {
+                touch(path, Expect::Text(content), Final::Remove);
+            }
+            PlannedChange::Update {
+                path,
+                move_path,
+                old_content,
+                new_content,
+                ..
+            } => {
+                let old = Expect::Bytes(old_content.as_bytes());
+                let new = Final::Write(new_content.as_bytes());
+                let full_path = |path: &Path| targets.get(path).map(WriteTarget::full_path);
+                match move_path {
+                    // A move onto a name that leads to the file itself is an edit in place:
+                    // writing the destination and removing the source would lose it.
+                    Some(dest) if full_path(dest) != full_path(path) => {
+                        touch(path, old, Final::Remove);
+                        touch(dest, Expect::Anything, new);
+                    }
+                    _ => touch(path, old, new),
+                }
+            }
+        }
+    }
+    files
+}
+
+/// An apply under way.
+struct Run<'a, 'j> {
+    staged: Vec<Staged<'a>>,
+    /// Directories this apply created, with the directory each was made in; parents first.
+    made_dirs: Vec<(Dir, PathBuf)>,
+    record: Record,
+    journal: Option<&'j Path>,
+    journal_written: bool,
+}
+
+impl Run<'_, '_> {
+    fn apply(&mut self, roots: &mut Roots) -> Result<(), Failure> {
+        self.write_journal(Stage::Preparing)?;
+        for (at, file) in self.staged.iter_mut().enumerate() {
+            checkpoint()?;
+            let root = roots.get(file.change.target.root(), file.change.path)?;
+            let made_dirs = &mut self.made_dirs;
+            let staged = file.stage(root, &mut |parent: &Dir, made: &Path| {
+                made_dirs.push((parent.clone(), made.to_path_buf()));
+            });
+            // What was staged is recorded even when a later step failed: the rollback uses it.
+            self.record.files[at] = file.record.clone();
+            staged?;
+        }
+        self.write_journal(Stage::Writing)?;
+        // New and moved files first, removals after: a move is never a removal alone.
+        let (writes, removals): (Vec<&Staged<'_>>, Vec<&Staged<'_>>) = self
+            .staged
+            .iter()
+            .partition(|file| matches!(file.change.last, Final::Write(_)));
+        for file in writes.into_iter().chain(removals) {
+            checkpoint()?;
+            file.swap_in()?;
+        }
+        checkpoint()?;
+        self.sync_dirs()?;
+        self.write_journal(Stage::Committed)?;
+        committed_checkpoint()?;
+        // The patch is applied; a backup that cannot be removed now is removed by the next
+        // recovery, which the committed journal left behind calls for.
+        let mut leftovers = false;
+        for file in &self.staged {
+            if let Some(dir) = &file.dir {
+                leftovers |= journal::finish_file(dir, &file.record).is_err();
+            }
+        }
+        if !leftovers && let Some(path) = self.journal {
+            let _ = journal::remove(path);
+        }
+        Ok(())
+    }
+
+    /// Syncs every directory whose entries the apply changed.
+    fn sync_dirs(&self) -> Result<(), Failure> {
+        let mut synced: Vec<FileId> = Vec::new();
+        let dirs = self
+            .staged
+            .iter()
+            .filter_map(|file| file.dir.as_ref().map(|dir| (dir, file.change.path)))
+            .chain(
+                self.made_dirs
+                    .iter()
+                    .map(|(dir, made)| (dir, made.as_path())),
+            );
+        for (dir, path) in dirs {
+            let id = dir
+                .id()
+                .map_err(|e| Failure::io(path, "sync the directory of", e))?;
+            if !synced.contains(&id) {
+                dir.sync()
+                    .map_err(|e| Failure::io(path, "sync the directory of", e))?;
+                synced.push(id);
+            }
+        }
+        Ok(())
+    }
+
+    fn write_journal(&mut self, stage: Stage) -> Result<(), Failure> {
+        checkpoint()?;
+        let Some(path) = self.journal else {
+            return Ok(());
         };
-        journal.undo.push(self.restore(prior));
-        overwrite(&file, content).map_err(|e| Failure::io(&self.path, "write", e))
+        self.record.stage = stage;
+        journal::write(path, &self.record)
+            .map_err(|e| Failure::io(path, "write the patch journal", e))?;
+        self.journal_written = true;
+        Ok(())
     }
 
-    /// Removes the file, which held `prior`.
-    fn remove(&self, prior: Vec<u8>, journal: &mut Journal) -> Result<(), Failure> {
-        journal.undo.push(self.restore(Some(prior)));
-        self.dir
-            .remove_file(&self.name)
-            .map_err(|e| Failure::io(&self.path, "remove", e))
-    }
-
-    fn restore(&self, prior: Option<Vec<u8>>) -> Undo {
-        Undo::Restore {
-            dir: self.dir.clone(),
-            name: self.name.clone(),
-            path: self.path.clone(),
-            prior,
-        }
-    }
-}
-
-/// Makes `content` the whole of `file`.
-fn overwrite(file: &File, content: &[u8]) -> io::Result<()> {
-    file.set_len(0)?;
-    file.write_all_at(content, 0)
-}
-
-/// A failed step, before the rollback outcome is known.
-enum Failure {
-    Io {
-        path: PathBuf,
-        action: &'static str,
-        source: io::Error,
-    },
-    Changed(PathBuf),
-    Redirected(PathBuf),
-}
-
-impl Failure {
-    fn io(path: &Path, action: &'static str, source: io::Error) -> Self {
-        let path = path.to_path_buf();
-        // Resolution beneath a root reports a symlink on the way as ELOOP and a directory
-        // moved out of the root as EXDEV: both mean the path no longer leads where it was
-        // checked to lead.
-        match source.raw_os_error().map(Errno::from_raw) {
-            Some(Errno::ELOOP | Errno::EXDEV) => Failure::Redirected(path),
-            _ => Failure::Io {
-                path,
-                action,
-                source,
-            },
-        }
-    }
-
-    fn into_error(self, rollback_failures: Vec<String>) -> ApplyError {
-        match self {
-            Failure::Io {
-                path,
-                action,
-                source,
-            } => ApplyError::Io {
-                path,
-                action,
-                source,
-                rollback_failures,
-            },
-            Failure::Changed(path) => ApplyError::ChangedSincePlanned {
-                path,
-                rollback_failures,
-            },
-            Failure::Redirected(path) => ApplyError::Redirected {
-                path,
-                rollback_failures,
-            },
-        }
-    }
-}
-
-/// How to undo one step, in the directory where it was done (even if since renamed).
-enum Undo {
-    /// Put back the file's bytes, or remove it if it did not exist.
-    Restore {
-        dir: Dir,
-        name: OsString,
-        path: PathBuf,
-        prior: Option<Vec<u8>>,
-    },
-    /// Remove a directory this apply created.
-    RemoveDir {
-        dir: Dir,
-        name: OsString,
-        path: PathBuf,
-    },
-}
-
-/// Undo steps in the order their changes were made.
-#[derive(Default)]
-struct Journal {
-    undo: Vec<Undo>,
-}
-
-impl Journal {
-    /// Undoes every recorded step, newest first; returns what could not be undone.
+    /// Undoes everything done so far, newest first; returns what could not be undone.
     fn roll_back(self) -> Vec<String> {
         let mut failures = Vec::new();
-        for step in self.undo.into_iter().rev() {
-            let (path, result) = match step {
-                Undo::Restore {
-                    dir,
-                    name,
-                    path,
-                    prior: Some(bytes),
-                } => (path, put_back(&dir, &name, &bytes)),
-                Undo::Restore {
-                    dir,
-                    name,
-                    path,
-                    prior: None,
-                } => {
-                    let result = match dir.remove_file(&name) {
-                        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
-                        other => other,
-                    };
-                    (path, result)
-                }
-                Undo::RemoveDir { dir, name, path } => (path, dir.remove_dir(&name)),
-            };
-            if let Err(err) = result {
-                failures.push(format!("{}: {err}", path.display()));
+        for file in self.staged.iter().rev() {
+            let Some(dir) = &file.dir else { continue };
+            if let Err(err) = journal::undo_file(dir, &file.name, &file.record) {
+                failures.push(format!("{}: {err}", file.change.path.display()));
+            }
+        }
+        for (dir, made) in self.made_dirs.iter().rev() {
+            let name = made.file_name().unwrap_or_default();
+            if let Err(err) = dir.remove_dir(name)
+                && err.kind() != io::ErrorKind::NotFound
+            {
+                failures.push(format!("{}: {err}", made.display()));
+            }
+        }
+        if let Some(path) = self.journal.filter(|_| self.journal_written) {
+            if failures.is_empty() {
+                let _ = journal::remove(path);
+            } else {
+                failures.push(format!(
+                    "the journal {} is kept so that a later recovery can retry",
+                    path.display()
+                ));
             }
         }
         failures
     }
 }
 
-fn put_back(dir: &Dir, name: &OsStr, bytes: &[u8]) -> io::Result<()> {
-    let file = dir.open_file(name, FileOpen::ReadWriteOrCreate)?;
-    overwrite(&file, bytes)
+/// Each target's root, opened once.
+#[derive(Default)]
+struct Roots {
+    open: HashMap<PathBuf, Root>,
 }
+
+impl Roots {
+    fn get(&mut self, root: &Path, path: &Path) -> Result<&Root, Failure> {
+        if !self.open.contains_key(root) {
+            let opened = Root::open(root).map_err(|e| Failure::io(path, "open directory", e))?;
+            self.open.insert(root.to_path_buf(), opened);
+        }
+        Ok(&self.open[root])
+    }
+}
+
+fn into_error(failure: Failure) -> ApplyError {
+    failure_into_error(failure, Vec::new())
+}
+
+fn failure_into_error(failure: Failure, rollback_failures: Vec<String>) -> ApplyError {
+    match failure {
+        Failure::Io {
+            path,
+            action,
+            source,
+        } => ApplyError::Io {
+            path,
+            action,
+            source,
+            rollback_failures,
+        },
+        Failure::Changed(path) => ApplyError::ChangedSincePlanned {
+            path,
+            rollback_failures,
+        },
+        Failure::Redirected(path) => ApplyError::Redirected {
+            path,
+            rollback_failures,
+        },
+        #[cfg(test)]
+        Failure::Crashed => ApplyError::NoWriteTarget {
+            path: PathBuf::from("crashed"),
+        },
+    }
+}
+
+/// Before each step that changes the disk: where tests inject a failure or a crash.
+fn checkpoint() -> Result<(), Failure> {
+    #[cfg(test)]
+    return tests::fault_at_this_step(true);
+    #[cfg(not(test))]
+    Ok(())
+}
+
+/// Once committed, where tests inject a crash (nothing can fail the apply any more).
+fn committed_checkpoint() -> Result<(), Failure> {
+    #[cfg(test)]
+    return tests::fault_at_this_step(false);
+    #[cfg(not(test))]
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

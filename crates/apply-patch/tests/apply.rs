@@ -258,7 +258,7 @@ fn failing_second_file_leaves_the_first_untouched() {
 }
 
 #[test]
-fn write_failure_midway_rolls_back_earlier_writes() {
+fn a_file_where_a_directory_must_be_fails_the_patch_before_anything_is_written() {
     let dir = dir_with(&[
         ("a.txt", "original\n"),
         ("gone.txt", "g\n"),
@@ -271,7 +271,7 @@ fn write_failure_midway_rolls_back_earlier_writes() {
     let err = apply_planned(&changes, &WriteTargets::resolved_now(&changes).unwrap()).unwrap_err();
 
     assert!(
-        matches!(&err, ApplyError::Io { action: "create directory", rollback_failures, .. } if rollback_failures.is_empty()),
+        matches!(&err, ApplyError::Io { action: "open directory", rollback_failures, .. } if rollback_failures.is_empty()),
         "{err}"
     );
     assert!(

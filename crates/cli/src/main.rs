@@ -226,6 +226,13 @@ enum SessionsCommand {
         /// The session's thread id, or a unique start of it.
         id: String,
     },
+    /// Roll back (or complete) patches a killed session left half-applied, and cut off a
+    /// torn last line — what resuming the session would do — for one session or, without
+    /// an id, every session that needs it.
+    Repair {
+        /// The session's thread id, or a unique start of it.
+        id: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -269,10 +276,24 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(err) => {
             // A closed stderr must not turn an error into a panic.
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            let _ = writeln!(std::io::stderr(), "error: {}", one_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `err` and its causes on one line, each cause left out when what comes before already
+/// says it (errors that quote their cause would otherwise repeat it).
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }
 
 fn init_logging() {
@@ -351,6 +372,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Sessions(SessionsCommand::Show { id }) => {
             sessions_cmd::show(&layers.deputy_home, &id)
+        }
+        Command::Sessions(SessionsCommand::Repair { id }) => {
+            sessions_cmd::repair(&layers.deputy_home, id.as_deref())
         }
         Command::Review(args) => review_cmd::run(layers, args),
     }

@@ -1,11 +1,12 @@
-//! `deputy sessions list|show`: what is saved under `$DEPUTY_HOME/sessions`.
+//! `deputy sessions list|show|repair`: what is saved under `$DEPUTY_HOME/sessions`.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
 use deputy_core::rollout::{
-    RolloutItem, find_rollout, list_sessions, read_rollout, resolve_thread_id,
+    RolloutError, RolloutItem, find_rollout, list_sessions, read_rollout, repair_thread,
+    resolve_thread_id, threads_needing_repair,
 };
 use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, legacy_events};
 
@@ -44,6 +45,21 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
     for warning in &contents.warnings {
         let _ = writeln!(std::io::stderr(), "warning: {warning}");
     }
+    if !contents
+        .items
+        .iter()
+        .any(|item| matches!(item, RolloutItem::SessionMeta(_)))
+    {
+        let reason = if contents.items.is_empty() && contents.warnings.is_empty() {
+            "it is empty (the process creating it was stopped before writing anything)"
+        } else {
+            "it holds no readable session metadata"
+        };
+        anyhow::bail!(
+            "session {id} cannot be shown: its file {} is unusable: {reason}",
+            path.display()
+        );
+    }
     let mut text = String::new();
     let mut turn = 0;
     for item in &contents.items {
@@ -51,6 +67,50 @@ pub fn show(home: &Path, id: &str) -> anyhow::Result<i32> {
     }
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(0)
+}
+
+/// Repairs session `id` (or every session with interrupted patches) and says, per
+/// session, what state its files are in now. Exits 1 when a session could not be repaired.
+pub fn repair(home: &Path, id: Option<&str>) -> anyhow::Result<i32> {
+    let ids = match id {
+        Some(id) => vec![resolve_thread_id(home, id)?],
+        None => threads_needing_repair(home),
+    };
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    if ids.is_empty() {
+        writeln!(out, "no session needs repair")?;
+        return Ok(0);
+    }
+    let mut code = 0;
+    for id in ids {
+        match repair_thread(home, &id) {
+            Ok(repaired) => {
+                if repaired.patches.is_empty() {
+                    writeln!(out, "{id}: no interrupted patch")?;
+                }
+                for patch in &repaired.patches {
+                    let call = patch.call_id.as_deref().unwrap_or("unknown");
+                    writeln!(out, "{id}: patch of call {call}: {}", patch.report)?;
+                }
+                for warning in &repaired.warnings {
+                    let _ = writeln!(err, "warning: {warning}");
+                }
+            }
+            Err(RolloutError::Locked) => {
+                code = 1;
+                let _ = writeln!(
+                    err,
+                    "{id}: not repaired: the session is open in another process, which \
+                     repairs it itself"
+                );
+            }
+            Err(error) => {
+                code = 1;
+                let _ = writeln!(err, "{id}: not repaired: {error}");
+            }
+        }
+    }
+    Ok(code)
 }
 
 fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {

@@ -78,7 +78,10 @@ pub(crate) async fn compact(ctx: &TurnContext, trigger: CompactTrigger) -> Resul
     let compacted = compacted_history(&history, &summary_text, user_budget);
     ctx.session.replace_history(compacted, summary_text);
     // On disk before anything else happens: a crash from here on resumes compacted.
-    ctx.session.flush_rollout().await;
+    ctx.session
+        .flush_rollout()
+        .await
+        .map_err(TurnStop::Rollout)?;
     item.status = ContextCompactionStatus::Completed;
     ctx.item_completed(ThreadItem::ContextCompaction(item));
     ctx.emit(ThreadEventMsg::Warning(WarningEvent {

@@ -139,15 +139,43 @@ impl EventLog {
             }
         };
         if let Some(rollout) = &self.rollout {
-            // A failed sync is logged by the writer; the event still goes out.
+            // A failed sync is logged by the writer; the event still goes out — but a turn
+            // whose records did not reach the disk is not reported as complete.
             if close_rollout {
                 let _ = rollout.close().await;
-            } else if release.is_some() {
-                let _ = rollout.sync().await;
+            } else if release.is_some()
+                && let Err(err) = rollout.sync().await
+            {
+                self.fail_held_completion(seq, err.to_string());
             }
         }
         drop(release);
         seq
+    }
+
+    /// Turns the held event `seq`, if it reports a turn complete, into that turn's failure
+    /// with `message`: what the client is told must match what the disk holds.
+    fn fail_held_completion(&self, seq: u64, message: String) {
+        let mut state = lock(&self.state);
+        let Some(held) = state.held.as_mut() else {
+            return;
+        };
+        for (event, _) in held.iter_mut() {
+            if let ThreadEventMsg::TurnComplete(done) = &event.msg
+                && event.seq == seq
+            {
+                let mut failed = ThreadEvent::clone(event);
+                // The turn still ended when it did; only how is corrected.
+                failed.msg = ThreadEventMsg::TurnFailed(deputy_protocol::ErrorEvent {
+                    message,
+                    codex_error_info: Some(deputy_protocol::CodexErrorInfo::Other),
+                    completed_at: done.completed_at,
+                    duration_ms: done.duration_ms,
+                });
+                *event = Arc::new(failed);
+                return;
+            }
+        }
     }
 
     fn append(

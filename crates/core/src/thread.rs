@@ -361,11 +361,56 @@ impl Session {
     }
 
     /// Waits until the rollout's queued records reach the kernel, so a killed
-    /// process keeps them. Failures are logged by the writer and not fatal.
-    pub(crate) async fn flush_rollout(&self) {
-        if let Some(rollout) = &self.rollout {
-            let _ = rollout.flush().await;
+    /// process keeps them. `Err` says why they could not be written (path and cause): the
+    /// turn must fail rather than go on as if they were saved.
+    pub(crate) async fn flush_rollout(&self) -> Result<(), String> {
+        match &self.rollout {
+            Some(rollout) => rollout.flush().await.map_err(|e| e.to_string()),
+            None => Ok(()),
         }
+    }
+
+    /// When an earlier write of the rollout failed: brings the thread back to what the
+    /// file holds (the history as saved, with calls left unanswered closed) so that the
+    /// rollout is written again, and says what was lost. `Ok(None)` when nothing failed;
+    /// `Err` when the file cannot be read back.
+    pub(crate) async fn recover_rollout(&self) -> Result<Option<String>, String> {
+        let Some(rollout) = &self.rollout else {
+            return Ok(None);
+        };
+        let Some(failure) = rollout.failure() else {
+            return Ok(None);
+        };
+        let saved = rollout
+            .recover()
+            .await
+            .map_err(|e| format!("{failure}; reading it back failed too: {e}"))?;
+        let mut history = lock(&self.history);
+        let kept = history
+            .iter()
+            .zip(&saved.history)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let lost: Vec<String> = history[kept..]
+            .iter()
+            .filter(|item| matches!(item, ResponseItem::Message { role, .. } if role == "user"))
+            .filter_map(ResponseItem::message_text)
+            .map(|text| format!("\"{}\"", crate::rollout::one_line_preview(&text)))
+            .collect();
+        let dropped = history.len() - kept;
+        *history = saved.history;
+        drop(history);
+        *lock(&self.usage_mark) = None;
+        rollout.record_items(&saved.closed_calls);
+        let prompts = if lost.is_empty() {
+            String::new()
+        } else {
+            format!(" (the turns of {})", lost.join(", "))
+        };
+        Ok(Some(format!(
+            "{failure}. The conversation continues from what was saved: {dropped} history \
+             items after it were lost{prompts} and the model no longer sees them."
+        )))
     }
 
     /// Syncs and closes the rollout, so the thread can be resumed elsewhere at once.

@@ -14,6 +14,7 @@ use crate::instructions;
 use crate::rollout::{self, RolloutError, RolloutRecorder, SessionMeta, SessionSource};
 use crate::sandboxing::PrivateTmpSlot;
 use crate::thread::{Thread, ThreadStart, lock, spawn_new_thread, spawn_thread};
+use crate::tools::patch_journal::recover_thread_patches;
 
 /// Why a thread could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +135,12 @@ impl ThreadManager {
         layers: &ConfigLayers,
     ) -> Result<(Arc<Thread>, u64), ResumeError> {
         let path = rollout::find_rollout(&layers.deputy_home, id)?;
-        let (recorder, session) = RolloutRecorder::resume(&path)?;
+        let home = &layers.deputy_home;
+        let (recorder, session) = RolloutRecorder::resume(&path, || {
+            let canonical = uuid::Uuid::parse_str(id)
+                .map_or_else(|_| id.to_string(), |u| u.hyphenated().to_string());
+            recover_thread_patches(home, &canonical)
+        })?;
         let mut config = saved_layers(layers, &session.meta).load()?;
         // What the last turn ran with wins over how the thread started (turn overrides
         // persist), but not over what this caller asks for now.

@@ -10,6 +10,7 @@ use deputy_protocol::{
     ItemDeltaEvent, ItemEvent, PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary,
     ResponseItem, StreamErrorEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem, TokenCountEvent,
     TokenUsage, TokenUsageInfo, TurnAbortReason, TurnOverrides, UpdatePlanArgs, UserMessageItem,
+    WarningEvent,
 };
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +21,7 @@ use crate::config::Config;
 use crate::context_window;
 use crate::instructions;
 use crate::thread::{Session, lock};
-use crate::tools::{self, TurnDiffTracker};
+use crate::tools::{self, PatchInFlight, TurnDiffTracker};
 use crate::turn_clock::TurnClock;
 use crate::user_input;
 
@@ -35,6 +36,8 @@ pub(crate) enum TurnStop {
     Compaction(String),
     /// The user's input cannot be sent (an image that cannot be read).
     Input(String),
+    /// The rollout could not be written (the message names the file and the cause).
+    Rollout(String),
 }
 
 /// What a turn does.
@@ -72,6 +75,8 @@ pub(crate) struct TurnContext {
     open_items: Mutex<BTreeMap<String, ThreadItem>>,
     /// The turn's plan item, once the model made a plan.
     plan: Mutex<Option<PlanUpdateItem>>,
+    /// The patch being written, if any: a stopped turn waits for it.
+    pub(crate) patch_in_flight: Mutex<Option<PatchInFlight>>,
 }
 
 /// A new item id (a UUIDv7: unique across threads and restarts).
@@ -219,7 +224,10 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         output_schema,
         open_items: Mutex::default(),
         plan: Mutex::default(),
+        patch_in_flight: Mutex::default(),
     };
+    // A failed rollout write ended an earlier turn: continue from what the file holds.
+    let recovered = ctx.session.recover_rollout().await;
     ctx.session.record_turn_context(&ctx.turn_id, &ctx.config);
     // Overrides that change what the model was told about its environment (cwd,
     // sandbox, approvals) are told to it, so it does not act on stale facts.
@@ -233,6 +241,18 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         started_at: Some(started_at),
         model_context_window: ctx.config.context_window(),
     }));
+    match recovered {
+        Ok(None) => {}
+        Ok(Some(lost)) => ctx.emit(ThreadEventMsg::Warning(WarningEvent { message: lost })),
+        Err(message) => {
+            let failed = clock.failed(message, CodexErrorInfo::Other);
+            ctx.session
+                .log
+                .publish_durable(Some(&ctx.turn_id), &ctx.sub_id, failed)
+                .await;
+            return;
+        }
+    }
     let work = async {
         match kind {
             TurnKind::Input { items, .. } => {
@@ -258,6 +278,8 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         () = cancel.cancelled() => None,
     };
     ctx.session.approvals.clear_pending();
+    // A patch being written when the turn stopped is finished and reported, not abandoned.
+    tools::finish_interrupted_patch(&ctx).await;
     ctx.close_items();
     let abort = |reason| {
         close_dangling_calls(&ctx.session);
@@ -279,7 +301,9 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
             };
             clock.failed(message, err.codex_error_info())
         }
-        Some(Err(TurnStop::Compaction(message) | TurnStop::Input(message))) => {
+        Some(Err(
+            TurnStop::Compaction(message) | TurnStop::Input(message) | TurnStop::Rollout(message),
+        )) => {
             close_dangling_calls(&ctx.session);
             clock.failed(message, CodexErrorInfo::Other)
         }
@@ -355,12 +379,18 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
             return Ok(last_agent_message);
         }
         // The calls reach the disk before they run: a crash mid-command keeps them.
-        ctx.session.flush_rollout().await;
+        ctx.session
+            .flush_rollout()
+            .await
+            .map_err(TurnStop::Rollout)?;
         for (call_id, name, arguments) in calls {
             let output = tools::handle_call(ctx, &call_id, &name, &arguments).await?;
             ctx.session
                 .record([ResponseItem::FunctionCallOutput { call_id, output }]);
-            ctx.session.flush_rollout().await;
+            ctx.session
+                .flush_rollout()
+                .await
+                .map_err(TurnStop::Rollout)?;
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `thread/*`; `turns.rs`: `turn/*` and `review/start`). A thread the client uses gets a [`Follower`] that
 //! reports its events.
 
+mod loading;
 mod threads;
 mod turns;
 
@@ -11,9 +12,9 @@ use std::sync::Arc;
 
 use deputy_core::config::{ConfigLayers, ConfigOverrides, configured_models, json_to_toml};
 use deputy_core::project_doc::load_project_docs;
-use deputy_core::rollout::{RolloutError, find_rollout, session_summary};
+use deputy_core::rollout::{RolloutError, find_rollout, one_line_preview, session_head};
 use deputy_core::{ResumeError, Thread, ThreadManager};
-use deputy_protocol::ThreadEvent;
+use deputy_protocol::{ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem};
 use serde_json::Value;
 
 use crate::follower::{Command, Follower};
@@ -52,6 +53,8 @@ pub(crate) enum Inbound {
     },
 }
 
+pub(crate) use loading::LoadedSender;
+
 /// One client's session with the engine.
 pub(crate) struct Server {
     manager: Arc<ThreadManager>,
@@ -59,6 +62,10 @@ pub(crate) struct Server {
     outgoing: Outgoing,
     followers: HashMap<String, Follower>,
     initialized: bool,
+    /// Requests held back while their thread loads in the background.
+    waiting: loading::Waiting,
+    /// Where background loads report (see `loading.rs`).
+    loaded: LoadedSender,
 }
 
 pub(super) type Reply<M> = Result<<M as ClientMethod>::Response, JsonRpcError>;
@@ -69,6 +76,7 @@ impl Server {
         manager: Arc<ThreadManager>,
         layers: ConfigLayers,
         outgoing: Outgoing,
+        loaded: LoadedSender,
     ) -> Self {
         Self {
             manager,
@@ -76,6 +84,8 @@ impl Server {
             outgoing,
             followers: HashMap::new(),
             initialized: false,
+            waiting: loading::Waiting::new(),
+            loaded,
         }
     }
 
@@ -120,6 +130,11 @@ impl Server {
                 return;
             }
         };
+        self.route(id, request).await;
+    }
+
+    /// Handles one parsed request to completion (a turn only to its start).
+    async fn dispatch(&mut self, id: RequestId, request: ClientRequest) {
         match request {
             ClientRequest::Initialize(params) => {
                 let reply = self.initialize(params);
@@ -231,18 +246,7 @@ impl Server {
         thread_id: &str,
         layers: ConfigLayers,
     ) -> Result<(Arc<Thread>, Option<u64>), JsonRpcError> {
-        let manager = self.manager.clone();
-        let id = thread_id.to_string();
-        // Reading a rollout is file I/O, and waits on a thread being unloaded.
-        blocking(move || manager.get_or_resume(&id, &layers))
-            .await?
-            .map_err(|err| match err {
-                ResumeError::NotFound(_) => thread_not_found(thread_id),
-                ResumeError::Locked => JsonRpcError::invalid_request(format!(
-                    "thread {thread_id} is open in another process"
-                )),
-                other => JsonRpcError::internal(other.to_string()),
-            })
+        load(&self.manager, thread_id, layers).await
     }
 
     /// Starts following `thread` after `after_seq` unless a follower already does.
@@ -275,54 +279,8 @@ impl Server {
         }
     }
 
-    /// The `thread/start` and `thread/resume` result for a live thread.
-    async fn settings_response(
-        &self,
-        thread: &Thread,
-        turns: Vec<Turn>,
-    ) -> Result<ThreadStartResponse, JsonRpcError> {
-        let home = self.layers.deputy_home.clone();
-        let id = thread.id().to_string();
-        let summary = blocking(move || find_rollout(&home, &id).and_then(|p| session_summary(&p)))
-            .await?
-            .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-        let config = thread.config();
-        // The files are read again (off the runtime, never blocking on a special file):
-        // the thread keeps their text, not their names.
-        let instruction_sources = load_project_docs(&config).await.sources;
-        let profile_config = config.clone();
-        let permission_profile = blocking(move || {
-            permission_profile(&profile_config.sandbox_policy(), &profile_config.cwd)
-        })
-        .await?;
-        let status = self.status_of(thread.id());
-        Ok(ThreadStartResponse {
-            thread: wire_thread(summary, status, turns),
-            model: config.model.clone(),
-            model_provider: config.model_provider_id.clone(),
-            cwd: config.cwd.clone(),
-            approval_policy: config.approval_policy,
-            approvals_reviewer: ApprovalsReviewer::User,
-            sandbox: wire_sandbox_policy(config.sandbox_policy()),
-            permission_profile: Some(permission_profile),
-            // The configured effort, as sent to the model; one the wire enum lacks is null.
-            reasoning_effort: config
-                .model_reasoning_effort
-                .as_deref()
-                .and_then(|effort| serde_json::from_value(effort.into()).ok()),
-            service_tier: None,
-            instruction_sources,
-        })
-    }
-
     fn status_of(&self, thread_id: &str) -> ThreadStatus {
-        match self.manager.get(thread_id) {
-            None => ThreadStatus::NotLoaded,
-            Some(thread) if thread.is_busy() => ThreadStatus::Active {
-                active_flags: Vec::new(),
-            },
-            Some(_) => ThreadStatus::Idle,
-        }
+        status_of(&self.manager, thread_id)
     }
 
     /// The server's layers with a request's settings on top.
@@ -381,6 +339,99 @@ fn reasoning_efforts() -> Vec<ReasoningEffortOption> {
         description: description.to_string(),
     })
     .collect()
+}
+
+/// The live thread `thread_id`, else loaded from its rollout with `layers`; with the seq
+/// before its new `session_configured` when this call loaded it.
+pub(super) async fn load(
+    manager: &Arc<ThreadManager>,
+    thread_id: &str,
+    layers: ConfigLayers,
+) -> Result<(Arc<Thread>, Option<u64>), JsonRpcError> {
+    if let Some(thread) = manager.get(thread_id) {
+        return Ok((thread, None));
+    }
+    let manager = manager.clone();
+    let id = thread_id.to_string();
+    // Reading a rollout is file I/O, and waits on a thread being unloaded.
+    blocking(move || manager.get_or_resume(&id, &layers))
+        .await?
+        .map_err(|err| load_error(thread_id, err))
+}
+
+/// How a thread that cannot be loaded is reported.
+pub(super) fn load_error(thread_id: &str, err: ResumeError) -> JsonRpcError {
+    match err {
+        ResumeError::NotFound(_) => thread_not_found(thread_id),
+        ResumeError::Locked => {
+            JsonRpcError::invalid_request(format!("thread {thread_id} is open in another process"))
+        }
+        other => JsonRpcError::internal(other.to_string()),
+    }
+}
+
+/// The `thread/start` and `thread/resume` result for a live thread, whose first prompt
+/// (from its events, already read) is `preview`: only the first line of its rollout is read.
+pub(super) async fn settings_response(
+    manager: &ThreadManager,
+    home: std::path::PathBuf,
+    thread: &Thread,
+    turns: Vec<Turn>,
+    preview: Option<String>,
+) -> Result<ThreadStartResponse, JsonRpcError> {
+    let id = thread.id().to_string();
+    let mut summary = blocking(move || find_rollout(&home, &id).and_then(|p| session_head(&p)))
+        .await?
+        .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+    summary.first_prompt_preview = preview.unwrap_or_default();
+    let config = thread.config();
+    // The files are read again (off the runtime, never blocking on a special file):
+    // the thread keeps their text, not their names.
+    let instruction_sources = load_project_docs(&config).await.sources;
+    let profile_config = config.clone();
+    let permission_profile =
+        blocking(move || permission_profile(&profile_config.sandbox_policy(), &profile_config.cwd))
+            .await?;
+    let status = status_of(manager, thread.id());
+    Ok(ThreadStartResponse {
+        thread: wire_thread(summary, status, turns),
+        model: config.model.clone(),
+        model_provider: config.model_provider_id.clone(),
+        cwd: config.cwd.clone(),
+        approval_policy: config.approval_policy,
+        approvals_reviewer: ApprovalsReviewer::User,
+        sandbox: wire_sandbox_policy(config.sandbox_policy()),
+        permission_profile: Some(permission_profile),
+        // The configured effort, as sent to the model; one the wire enum lacks is null.
+        reasoning_effort: config
+            .model_reasoning_effort
+            .as_deref()
+            .and_then(|effort| serde_json::from_value(effort.into()).ok()),
+        service_tier: None,
+        instruction_sources,
+    })
+}
+
+/// The first prompt among `events`, as listings show it.
+pub(super) fn first_prompt<'a>(
+    events: impl IntoIterator<Item = &'a ThreadEvent>,
+) -> Option<String> {
+    events.into_iter().find_map(|event| match &event.msg {
+        ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::UserMessage(message),
+        }) => Some(one_line_preview(&message.text)),
+        _ => None,
+    })
+}
+
+fn status_of(manager: &ThreadManager, thread_id: &str) -> ThreadStatus {
+    match manager.get(thread_id) {
+        None => ThreadStatus::NotLoaded,
+        Some(thread) if thread.is_busy() => ThreadStatus::Active {
+            active_flags: Vec::new(),
+        },
+        Some(_) => ThreadStatus::Idle,
+    }
 }
 
 /// Every event of `thread` so far (replayed from memory and its rollout), deltas included.

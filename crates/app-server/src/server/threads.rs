@@ -3,9 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use deputy_core::ThreadManager;
+use deputy_core::config::ConfigLayers;
+
 use deputy_core::rollout::{
     CreationQuery, SessionPage, archive_rollout, find_rollout, list_by_creation, read_events,
-    session_summary,
+    session_head, session_summary,
 };
 
 use crate::history::turns_from_events;
@@ -18,7 +21,11 @@ use crate::protocol::{
 
 use crate::shapes::wire_thread;
 
-use super::{Reply, Server, blocking, live_events, not_found_or_internal};
+use super::loading::Resumed;
+use super::{
+    Reply, Server, blocking, first_prompt, live_events, load, not_found_or_internal,
+    settings_response,
+};
 
 /// `thread/list` page size when the client gives none, and the most it may ask for.
 const DEFAULT_PAGE: u32 = 25;
@@ -38,7 +45,9 @@ impl Server {
                 .manager
                 .start_thread(config)
                 .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-            let response = self.settings_response(&thread, Vec::new()).await?;
+            let home = self.layers.deputy_home.clone();
+            let response =
+                settings_response(&self.manager, home, &thread, Vec::new(), None).await?;
             Ok::<_, JsonRpcError>((thread, response))
         }
         .await;
@@ -65,26 +74,16 @@ impl Server {
             thread_id,
             settings,
         } = params;
-        let layers = self.layers_with(settings);
-        let resumed = async {
-            let layers = layers.map_err(JsonRpcError::invalid_params)?;
-            let (thread, resumed_after) = self.load(&thread_id, layers).await?;
-            let events = live_events(&thread).await;
-            let running = thread.active_turn();
-            let turns = turns_from_events(events.iter().map(Arc::as_ref), running.as_deref());
-            let response = self.settings_response(&thread, turns).await?;
-            Ok::<_, JsonRpcError>((thread, resumed_after, response))
-        }
-        .await;
-        match resumed {
-            Ok((thread, resumed_after, response)) => {
-                self.outgoing
-                    .respond::<methods::ThreadResume>(id, &response)
-                    .await;
-                self.follow(&thread, resumed_after.unwrap_or_else(|| thread.last_seq()));
+        let layers = match self.layers_with(settings) {
+            Ok(layers) => layers,
+            Err(error) => {
+                let error = JsonRpcError::invalid_params(error);
+                return self.outgoing.error(Some(id), error).await;
             }
-            Err(error) => self.outgoing.error(Some(id), error).await,
-        }
+        };
+        let home = self.layers.deputy_home.clone();
+        let result = resume(self.manager.clone(), home, thread_id, layers).await;
+        self.finish_resume(id, result).await;
     }
 
     pub(super) async fn thread_list(&self, params: ThreadListParams) -> Reply<methods::ThreadList> {
@@ -108,11 +107,8 @@ impl Server {
             }
         })
         .await??;
-        // The cursor is the last thread's id: the next page lists those past it.
-        let next_cursor = page
-            .more
-            .then(|| page.sessions.last().map(|s| s.id.clone()))
-            .flatten();
+        // The next page lists the threads sorted after the last one here.
+        let next_cursor = page.next_cursor;
         Ok(ThreadListResponse {
             data: page
                 .sessions
@@ -136,25 +132,39 @@ impl Server {
         let path = blocking(move || find_rollout(&home, &lookup))
             .await?
             .map_err(|e| not_found_or_internal(&thread_id, e))?;
+        // With its turns, the first prompt comes from the events read for them: the rollout
+        // is read once, and no line of it is decoded twice.
         let summary_path = path.clone();
-        let summary = blocking(move || session_summary(&summary_path))
-            .await?
-            .map_err(|e| JsonRpcError::internal(e.to_string()))?;
+        let summary = blocking(move || {
+            if include_turns {
+                session_head(&summary_path)
+            } else {
+                session_summary(&summary_path)
+            }
+        })
+        .await?
+        .map_err(|e| JsonRpcError::internal(e.to_string()))?;
         let live = self.manager.get(&summary.id);
-        let turns = match (&live, include_turns) {
-            (_, false) => Vec::new(),
+        let (turns, preview) = match (&live, include_turns) {
+            (_, false) => (Vec::new(), None),
             (Some(thread), true) => {
                 let events = live_events(thread).await;
                 let running = thread.active_turn();
-                turns_from_events(events.iter().map(Arc::as_ref), running.as_deref())
+                let preview = first_prompt(events.iter().map(Arc::as_ref));
+                let turns = turns_from_events(events.iter().map(Arc::as_ref), running.as_deref());
+                (turns, preview)
             }
             (None, true) => {
                 let events = blocking(move || read_events(&path, 0, u64::MAX))
                     .await?
                     .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-                turns_from_events(&events, None)
+                (turns_from_events(&events, None), first_prompt(&events))
             }
         };
+        let mut summary = summary;
+        if let Some(preview) = preview {
+            summary.first_prompt_preview = preview;
+        }
         let status = self.status_of(&summary.id);
         Ok(ThreadReadResponse {
             thread: wire_thread(summary, status, turns),
@@ -221,5 +231,31 @@ fn page_by_update(home: &Path, query: CreationQuery<'_>) -> Result<SessionPage, 
     let mut sessions: Vec<_> = sessions.into_iter().skip(start).collect();
     let more = sessions.len() > query.limit;
     sessions.truncate(query.limit);
-    Ok(SessionPage { sessions, more })
+    // Positional: the next page starts after this page's last thread, where it stands then.
+    let next_cursor = more
+        .then(|| sessions.last().map(|s| s.id.clone()))
+        .flatten();
+    Ok(SessionPage {
+        sessions,
+        more,
+        next_cursor,
+    })
+}
+
+/// Loads thread `thread_id` (unless it is live) and builds the `thread/resume` response:
+/// its turns so far and its settings. Runs on its own, off the request path, for a thread
+/// that is not loaded yet (see `loading.rs`).
+pub(super) async fn resume(
+    manager: Arc<ThreadManager>,
+    home: PathBuf,
+    thread_id: String,
+    layers: ConfigLayers,
+) -> Resumed {
+    let (thread, resumed_after) = load(&manager, &thread_id, layers).await?;
+    let events = live_events(&thread).await;
+    let running = thread.active_turn();
+    let turns = turns_from_events(events.iter().map(Arc::as_ref), running.as_deref());
+    let preview = first_prompt(events.iter().map(Arc::as_ref));
+    let response = settings_response(&manager, home, &thread, turns, preview).await?;
+    Ok((thread, resumed_after, response))
 }

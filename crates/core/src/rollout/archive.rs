@@ -21,7 +21,7 @@ pub fn archive_rollout(home: &Path, id: &str) -> Result<PathBuf, RolloutError> {
     // Held while the file moves, so no process can open the thread meanwhile.
     lock_exclusive(&file, &path)?;
     let dir = archived_sessions_dir(home);
-    std::fs::create_dir_all(&dir).map_err(|e| RolloutError::io(&dir, e))?;
+    super::paths::create_private_dirs(&dir).map_err(|e| RolloutError::io(&dir, e))?;
     let name = path.file_name().ok_or_else(|| RolloutError::Corrupt {
         path: path.clone(),
         reason: "the rollout path has no file name".into(),

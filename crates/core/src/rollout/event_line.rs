@@ -19,7 +19,7 @@ use deputy_protocol::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::now_timestamp;
+use super::{RolloutItem, now_timestamp};
 
 /// Bytes of each large text field (command output, diffs) an event keeps on disk;
 /// the middle of a longer one is cut out with a note, as in conversation snapshots.
@@ -209,19 +209,74 @@ pub(crate) fn decode_event_line(line: &[u8]) -> serde_json::Result<ThreadEvent> 
     Ok(payload)
 }
 
-/// The `seq` of an `event` line, read from its first bytes; `None` for other lines.
-pub(crate) fn event_line_seq(line: &[u8]) -> Option<u64> {
-    const MARKER: &[u8] = br#""type":"event","payload":{"seq":"#;
-    static FINDER: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(MARKER));
+/// What the first bytes of a rollout line say it is, as deputy writes it:
+/// `{"timestamp":"…","type":"event","payload":{"seq":N,…`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineKind {
+    /// An `event` line with this `seq`.
+    Event(u64),
+    /// A line of another type.
+    Other,
+    /// Written some other way (reformatted, keys reordered): only parsing it tells.
+    Unknown,
+}
+
+/// Bytes at the start of a line that say what it is, as deputy writes lines.
+pub(crate) const LINE_HEAD: usize = 96;
+
+/// The record type the first bytes of a rollout line give, where deputy writes it (after
+/// the timestamp); `None` when it is not there.
+pub(crate) fn line_type(line: &[u8]) -> Option<&str> {
+    const TYPE: &[u8] = br#","type":""#;
+    let head = &line[..line.len().min(LINE_HEAD)];
+    let rest = &head[memmem::find(head, TYPE)? + TYPE.len()..];
+    std::str::from_utf8(&rest[..memchr::memchr(b'"', rest)?]).ok()
+}
+
+/// The kind of a rollout line, from its first bytes alone (see [`LineKind`]).
+pub(crate) fn line_kind(line: &[u8]) -> LineKind {
+    const EVENT: &[u8] = br#""type":"event","payload":{"seq":"#;
+    static EVENT_FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(EVENT));
     // `{"timestamp":"YYYY-MM-DDThh:mm:ss.mmmZ",` comes first; look a little past it.
-    let head = &line[..line.len().min(96)];
-    let at = FINDER.find(head)? + MARKER.len();
-    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&line[at..at + digits])
-        .ok()?
-        .parse()
-        .ok()
+    let head = &line[..line.len().min(LINE_HEAD)];
+    if let Some(at) = EVENT_FINDER.find(head) {
+        let at = at + EVENT.len();
+        let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+        return std::str::from_utf8(&line[at..at + digits])
+            .ok()
+            .and_then(|seq| seq.parse().ok())
+            .map_or(LineKind::Unknown, LineKind::Event);
+    }
+    match line_type(head) {
+        Some(kind) if kind != "event" => LineKind::Other,
+        _ => LineKind::Unknown,
+    }
+}
+
+/// A rollout line of any kind, decoded as a whole — the slow way, for lines whose first
+/// bytes do not say what they are ([`LineKind::Unknown`]); an event comes out as it was
+/// published, as from [`decode_event_line`].
+pub(crate) fn decode_any_line(line: &[u8]) -> serde_json::Result<RolloutItem> {
+    #[derive(Deserialize)]
+    struct Line {
+        #[serde(flatten)]
+        item: RolloutItem,
+        #[serde(default)]
+        elided: Elided,
+    }
+    let Line { mut item, elided } = serde_json::from_slice(line)?;
+    if let RolloutItem::Event(ThreadEvent {
+        msg:
+            ThreadEventMsg::ItemCompleted(ItemEvent {
+                item: ThreadItem::CommandExecution(cmd),
+            }),
+        ..
+    }) = &mut item
+    {
+        elided.restore(cmd);
+    }
+    Ok(item)
 }
 
 #[cfg(test)]

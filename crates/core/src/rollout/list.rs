@@ -5,6 +5,7 @@
 //! sorts them by modification time first and reads only as many as it shows.
 
 use std::borrow::Cow;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -12,7 +13,9 @@ use deputy_protocol::{EventMsg, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadIt
 use serde::Deserialize;
 
 use super::archive::archived_sessions_dir;
-use super::{RolloutError, RolloutItem, SessionSource, paths::sessions_dir};
+use super::event_line::{LINE_HEAD, line_type};
+use super::head::{copied, id_of_file, read_head_fields, read_meta};
+use super::{RolloutError, RolloutItem, SessionMeta, SessionSource, paths::sessions_dir};
 
 /// Characters of the first prompt shown in a listing.
 const PREVIEW_CHARS: usize = 60;
@@ -55,7 +58,8 @@ impl SessionSummary {
 }
 
 /// Sessions under `home`, newest first, at most `limit`, only those whose
-/// working directory is `cwd` when given. Unreadable rollouts are left out.
+/// working directory is `cwd` when given. Unreadable rollouts are left out, and so are
+/// copies (a file whose name and `session_meta` name different threads), with a warning.
 pub fn list_sessions(
     home: &Path,
     cwd: Option<&Path>,
@@ -70,19 +74,38 @@ pub fn list_sessions(
         if sessions.len() >= limit {
             break;
         }
-        match summarize(&path, updated) {
-            // A review's reviewer belongs to its parent; it is not a session of its own.
-            Ok(summary)
-                if summary.parent_thread_id.is_none()
-                    && cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) =>
-            {
-                sessions.push(summary);
-            }
-            Ok(_) => {}
-            Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
+        if let Some(summary) = listed(&path, updated, cwd.as_deref()) {
+            sessions.push(summary);
         }
     }
     Ok(sessions)
+}
+
+/// The summary of the rollout at `path` if a listing shows it: a session of its own (not
+/// a review's reviewer), not a copy, in `cwd` when given. The first line alone decides;
+/// only a session that is shown is read whole.
+fn listed(path: &Path, updated: SystemTime, cwd: Option<&Path>) -> Option<SessionSummary> {
+    let head = match read_head_fields(path) {
+        Ok(head) => head,
+        Err(err) => {
+            tracing::debug!("not listing {}: {err}", path.display());
+            return None;
+        }
+    };
+    if let Some(named) = id_of_file(path)
+        && named != head.id
+    {
+        tracing::warn!("not listing {}", copied(path, &named, &head.id));
+        return None;
+    }
+    // A review's reviewer belongs to its parent; it is not a session of its own.
+    if head.parent_thread_id.is_some() || cwd.is_some_and(|dir| dir != head.cwd) {
+        return None;
+    }
+    read_meta(path)
+        .and_then(|meta| summarize(path, updated, meta))
+        .inspect_err(|err| tracing::debug!("not listing {}: {err}", path.display()))
+        .ok()
 }
 
 /// One page of a listing by creation (see [`list_sessions_by_creation`]).
@@ -92,13 +115,16 @@ pub struct SessionPage {
     pub sessions: Vec<SessionSummary>,
     /// Whether older sessions remain; the next page starts before the last one here.
     pub more: bool,
+    /// When `more`: the cursor of the next page — the key the listing is sorted by, of the
+    /// last session here, so that the next page always starts after it.
+    pub next_cursor: Option<String>,
 }
 
 /// Sessions under `home` by creation, newest first: those created before session
-/// `before` when given (its id is the cursor), at most `limit`. Thread ids are UUIDv7,
-/// so their order is their creation order and is read from the file names; unlike
+/// `before` when given (the previous page's cursor), at most `limit`. Thread ids are
+/// UUIDv7, so their order is their creation order and is read from the file names; unlike
 /// [`list_sessions`]'s order by modification time it does not change while a client
-/// pages through it. Unreadable rollouts are left out.
+/// pages through it. Unreadable rollouts and copies are left out.
 pub fn list_sessions_by_creation(
     home: &Path,
     before: Option<&str>,
@@ -131,7 +157,9 @@ pub struct CreationQuery<'a> {
 }
 
 /// [`list_sessions_by_creation`] with more choice: archived sessions, or only those of
-/// one working directory. `more` says whether a further session matches.
+/// one working directory. `more` says whether a further session matches. Sessions are
+/// sorted by the thread id in their file names; copies are left out (see
+/// [`list_sessions`]), so every listed session's id is that key.
 pub fn list_by_creation(
     home: &Path,
     query: CreationQuery<'_>,
@@ -161,29 +189,38 @@ pub fn list_by_creation(
         })
         .collect();
     files.sort_by(|a, b| match query.oldest_first {
-        false => b.0.cmp(&a.0),
-        true => a.0.cmp(&b.0),
+        false => b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)),
+        true => a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)),
     });
     let mut sessions = Vec::new();
     let mut more = false;
-    for (_, path, updated) in files {
-        match summarize(&path, updated) {
-            // A review's reviewer belongs to its parent; it is not a session of its own.
-            Ok(summary)
-                if summary.parent_thread_id.is_none()
-                    && cwd.as_ref().is_none_or(|dir| *dir == summary.cwd) =>
-            {
-                if sessions.len() == query.limit {
-                    more = true;
-                    break;
-                }
-                sessions.push(summary);
-            }
-            Ok(_) => {}
-            Err(err) => tracing::debug!("not listing {}: {err}", path.display()),
+    let mut last_key = None;
+    for (key, path, updated) in files {
+        let Some(summary) = listed(&path, updated, cwd.as_deref()) else {
+            continue;
+        };
+        if sessions.len() == query.limit {
+            more = true;
+            break;
         }
+        sessions.push(summary);
+        last_key = Some(key);
     }
-    Ok(SessionPage { sessions, more })
+    Ok(SessionPage {
+        sessions,
+        more,
+        next_cursor: last_key.filter(|_| more),
+    })
+}
+
+/// What the first line of the rollout at `path` says of it, as a summary with no turns
+/// and no first prompt: for a caller that has (or does not need) the rest, without
+/// reading a file that may be large.
+pub fn session_head(path: &Path) -> Result<SessionSummary, RolloutError> {
+    let updated = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map_err(|e| RolloutError::io(path, e))?;
+    Ok(summary_of(path, updated, read_meta(path)?, 0, None))
 }
 
 /// The summary of the rollout at `path`, as a listing shows it.
@@ -191,16 +228,7 @@ pub fn session_summary(path: &Path) -> Result<SessionSummary, RolloutError> {
     let updated = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map_err(|e| RolloutError::io(path, e))?;
-    summarize(path, updated)
-}
-
-/// The thread id in a rollout's file name (`rollout-<time>-<id>.jsonl`), canonical.
-fn id_of_file(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
-    let id = name.get(name.len().checked_sub(36)?..)?;
-    uuid::Uuid::parse_str(id)
-        .ok()
-        .map(|u| u.hyphenated().to_string())
+    summarize(path, updated, read_meta(path)?)
 }
 
 /// How deep rollouts sit below `sessions/`: `YYYY/MM/DD/`.
@@ -236,29 +264,58 @@ pub(super) fn collect_rollouts(
     Ok(())
 }
 
-/// Just the record type, so most lines are skimmed rather than decoded.
+/// Just the record type, for a line whose type is not where rollouts put it.
 #[derive(Deserialize)]
 struct Kind<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
 }
 
-fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, RolloutError> {
-    let bytes = std::fs::read(path).map_err(|e| RolloutError::io(path, e))?;
-    let mut meta = None;
+/// The summary of the rollout at `path`, whose `session_meta` is `meta`: its turns are
+/// counted and its first prompt found from the first bytes of each line. Lines are read
+/// as a stream and only the one holding the first prompt is decoded, so a session with a
+/// huge line costs one pass over it and no copy of it.
+fn summarize(
+    path: &Path,
+    updated: SystemTime,
+    meta: SessionMeta,
+) -> Result<SessionSummary, RolloutError> {
+    let file = std::fs::File::open(path).map_err(|e| RolloutError::io(path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::new();
     let mut preview = None;
     let mut turns = 0;
-    for line in bytes.split(|&b| b == b'\n') {
-        let Ok(Kind { kind }) = serde_json::from_slice::<Kind<'_>>(line) else {
-            continue;
+    loop {
+        line.clear();
+        let ended = match read_head(&mut reader, &mut line) {
+            Ok(Some(ended)) => ended,
+            Ok(None) => break,
+            Err(err) => return Err(RolloutError::io(path, err)),
+        };
+        let known = line_type(&line).map(str::to_string);
+        let whole = match known.as_deref() {
+            Some("event" | "event_msg") => preview.is_none(),
+            Some(_) => false,
+            // Not written the way deputy writes: only the whole line tells.
+            None => true,
+        };
+        if !ended {
+            let rest = if whole {
+                reader.read_until(b'\n', &mut line)
+            } else {
+                reader.skip_until(b'\n')
+            };
+            rest.map_err(|e| RolloutError::io(path, e))?;
+        }
+        let kind = match known {
+            Some(kind) => Cow::Owned(kind),
+            None => match serde_json::from_slice::<Kind<'_>>(&line) {
+                Ok(Kind { kind }) => kind,
+                Err(_) => continue,
+            },
         };
         match kind.as_ref() {
             "turn_context" => turns += 1,
-            "session_meta" if meta.is_none() => {
-                if let Ok(RolloutItem::SessionMeta(m)) = serde_json::from_slice(line) {
-                    meta = Some(m);
-                }
-            }
             "event" if preview.is_none() => {
                 if let Ok(RolloutItem::Event(ThreadEvent {
                     msg:
@@ -266,14 +323,14 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
                             item: ThreadItem::UserMessage(m),
                         }),
                     ..
-                })) = serde_json::from_slice(line)
+                })) = serde_json::from_slice(&line)
                 {
                     preview = Some(one_line_preview(&m.text));
                 }
             }
             "event_msg" if preview.is_none() => {
                 if let Ok(RolloutItem::EventMsg(EventMsg::UserMessage(m))) =
-                    serde_json::from_slice(line)
+                    serde_json::from_slice(&line)
                 {
                     preview = Some(one_line_preview(&m.message));
                 }
@@ -281,12 +338,42 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
             _ => {}
         }
     }
-    let meta = meta.ok_or_else(|| RolloutError::Corrupt {
-        path: path.to_path_buf(),
-        reason: "it has no readable session_meta line".into(),
-    })?;
+    Ok(summary_of(path, updated, meta, turns, preview))
+}
+
+/// Reads the first [`LINE_HEAD`] bytes of the next line into `buf` (its newline left
+/// out): `Some(true)` when that is the whole line, `Some(false)` when more follows, `None`
+/// at the end of the file.
+fn read_head(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok((!buf.is_empty()).then_some(true));
+        }
+        let take = &available[..available.len().min(LINE_HEAD - buf.len())];
+        if let Some(newline) = memchr::memchr(b'\n', take) {
+            buf.extend_from_slice(&take[..newline]);
+            reader.consume(newline + 1);
+            return Ok(Some(true));
+        }
+        let taken = take.len();
+        buf.extend_from_slice(take);
+        reader.consume(taken);
+        if buf.len() >= LINE_HEAD {
+            return Ok(Some(false));
+        }
+    }
+}
+
+fn summary_of(
+    path: &Path,
+    updated: SystemTime,
+    meta: SessionMeta,
+    turns: usize,
+    preview: Option<String>,
+) -> SessionSummary {
     let created = super::paths::id_time(&meta.id).map_or(updated, SystemTime::from);
-    Ok(SessionSummary {
+    SessionSummary {
         id: meta.id,
         path: path.to_path_buf(),
         updated,
@@ -298,7 +385,7 @@ fn summarize(path: &Path, updated: SystemTime) -> Result<SessionSummary, Rollout
         source: meta.source,
         model_provider: meta.model_provider,
         cli_version: meta.cli_version,
-    })
+    }
 }
 
 /// The first [`PREVIEW_CHARS`] characters of `text` with whitespace runs as single

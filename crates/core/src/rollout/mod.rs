@@ -23,11 +23,14 @@
 
 mod archive;
 mod event_line;
+mod head;
 mod ids;
 mod list;
 mod paths;
 mod reader;
 mod recorder;
+mod repair;
+mod writer;
 
 use std::path::PathBuf;
 
@@ -43,13 +46,14 @@ pub use event_line::{PERSISTED_FIELD_BYTES, encode_event_line};
 pub use ids::{ThreadIdError, parse_thread_id, resolve_thread_id};
 pub use list::{
     CreationQuery, SessionPage, SessionSummary, list_by_creation, list_sessions,
-    list_sessions_by_creation, one_line_preview, session_summary,
+    list_sessions_by_creation, one_line_preview, session_head, session_summary,
 };
 pub use paths::{find_rollout, rollout_path, sessions_dir};
 pub use reader::{
     EventReplay, ResumedSession, RolloutContents, load_rollout, read_events, read_rollout,
 };
 pub use recorder::RolloutRecorder;
+pub use repair::{Repaired, repair_thread, threads_needing_repair};
 
 /// Why a rollout could not be created, opened or read.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,17 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::RolloutError;
+use super::head::{copied, read_meta};
+
+/// Creates `dir` and its missing parents, each readable by its owner only (0700,
+/// whatever the umask): sessions hold prompts, instructions and command output.
+pub(crate) fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
 
 /// `$DEPUTY_HOME/sessions`.
 pub fn sessions_dir(home: &Path) -> PathBuf {
@@ -57,31 +68,47 @@ pub fn rollout_path(home: &Path, id: &str) -> Option<PathBuf> {
     Some(day_dir(home, t).join(name))
 }
 
-/// The rollout of thread `id`, looked up in the day directory its id names.
+/// The rollout of thread `id`, looked up in the day directory its id names. The file's
+/// own `session_meta` must name the same thread: a file whose name and content disagree
+/// (a copy of another session's file) is never taken for thread `id`.
 pub fn find_rollout(home: &Path, id: &str) -> Result<PathBuf, RolloutError> {
     let not_found = || RolloutError::NotFound(id.to_string());
     let canonical = canonical_id(id).ok_or_else(not_found)?;
     let expected = rollout_path(home, &canonical).ok_or_else(not_found)?;
+    let mut candidates = Vec::new();
     if expected.is_file() {
-        return Ok(expected);
+        candidates.push(expected.clone());
     }
     // Tolerate a file renamed by hand (another timestamp), as long as it stays in its day.
-    let Some(dir) = expected.parent() else {
-        return Err(not_found());
-    };
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
-        Err(e) => return Err(RolloutError::io(dir, e)),
-    };
-    let suffix = format!("-{canonical}.jsonl");
-    entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
-        })
-        .ok_or_else(not_found)
+    if let Some(dir) = expected.parent() {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => Some(entries),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(RolloutError::io(dir, e)),
+        };
+        let suffix = format!("-{canonical}.jsonl");
+        candidates.extend(
+            entries
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| *path != expected)
+                .filter(|path| {
+                    path.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+                }),
+        );
+    }
+    let mut mismatch = None;
+    for path in candidates {
+        match read_meta(&path) {
+            Ok(meta) if meta.id == canonical => return Ok(path),
+            Ok(meta) => mismatch = Some(copied(&path, &canonical, &meta.id)),
+            // Unreadable: the caller reads it and says why it cannot be used.
+            Err(_) => return Ok(path),
+        }
+    }
+    Err(mismatch.unwrap_or_else(not_found))
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::mpsc;
 
-use super::event_line::{decode_event_line, event_line_seq};
+use super::event_line::{LINE_HEAD, LineKind, decode_any_line, decode_event_line, line_kind};
 use super::{RolloutError, RolloutItem, SessionMeta, TurnContextRecord};
 
 /// Warnings kept per file before the rest are only counted.
@@ -227,29 +227,38 @@ impl Part {
     fn decode(self, path: &Path, buf: &mut Vec<u8>) -> std::io::Result<Vec<ThreadEvent>> {
         use std::io::{Read, Seek, SeekFrom};
         let mut file = std::fs::File::open(path)?;
-        // The file offset of `buf[0]`.
+        // The file offset of `buf[0]`; the file is read on from `offset + buf.len()`.
         let mut offset = self.start.saturating_sub(1);
         file.seek(SeekFrom::Start(offset))?;
         let mut skip_line = self.start > 0;
         let mut events = Vec::new();
+        let mut counted = false;
+        // How much of `buf` is known to hold no newline: never searched twice.
+        let mut searched = 0;
+        // Read at a time past the part's end, doubling while one long line goes on.
+        let mut tail_read = TAIL_READ_BYTES;
         buf.clear();
         loop {
             let read_to = offset + buf.len() as u64;
             let want = if read_to < self.end {
                 (self.end - read_to).min(READ_BYTES)
             } else {
-                TAIL_READ_BYTES
+                let want = tail_read;
+                tail_read = (tail_read * 2).min(READ_BYTES);
+                want
             };
             let read = (&mut file).take(want).read_to_end(buf)?;
-            if events.capacity() == 0 {
+            if !counted {
                 // At most one event per line: no growing (and copying) while decoding.
                 events.reserve(memchr::memchr_iter(b'\n', buf).count());
+                counted = true;
             }
             let mut used = 0;
-            while let Some(newline) = memchr::memchr(b'\n', &buf[used..]) {
-                let line = &buf[used..used + newline];
+            while let Some(newline) = memchr::memchr(b'\n', &buf[used.max(searched)..]) {
+                let line_end = used.max(searched) + newline;
+                let line = &buf[used..line_end];
                 let line_start = offset + used as u64;
-                used += newline + 1;
+                used = line_end + 1;
                 if std::mem::take(&mut skip_line) {
                     continue;
                 }
@@ -268,23 +277,74 @@ impl Part {
                 }
                 return Ok(events);
             }
+            // A long line not ended yet that is not kept (it belongs to the part before, or
+            // its first bytes say it is no event): only its end is sought, nothing buffered.
+            let rest = &buf[used..];
+            if rest.len() >= LINE_HEAD && (skip_line || line_kind(rest) == LineKind::Other) {
+                if offset + used as u64 >= self.end {
+                    return Ok(events);
+                }
+                skip_line = false;
+                offset += buf.len() as u64;
+                if !skip_past_newline(&mut file, buf, &mut offset)? || offset >= self.end {
+                    return Ok(events);
+                }
+                searched = 0;
+                continue;
+            }
             buf.drain(..used);
             offset += used as u64;
+            searched = buf.len();
         }
     }
 
     /// Adds the event on `line` to `events` if it is one with `after < seq < before`.
     fn keep(self, line: &[u8], events: &mut Vec<ThreadEvent>) {
-        let Some(seq) = event_line_seq(line) else {
-            return;
-        };
-        if seq <= self.after || seq >= self.before {
-            return;
-        }
+        let wanted = |seq: u64| self.after < seq && seq < self.before;
         // A torn or unreadable line is skipped, as everywhere else.
-        if let Ok(event) = decode_event_line(line) {
-            events.push(event);
+        match line_kind(line) {
+            LineKind::Other => {}
+            LineKind::Event(seq) => {
+                if wanted(seq)
+                    && let Ok(event) = decode_event_line(line)
+                {
+                    events.push(event);
+                }
+            }
+            // Not written the way deputy writes (reformatted by hand or by a tool):
+            // decoded whole to find out.
+            LineKind::Unknown => {
+                if let Ok(RolloutItem::Event(event)) = decode_any_line(line)
+                    && wanted(event.seq)
+                {
+                    events.push(event);
+                }
+            }
         }
+    }
+}
+
+/// Reads `file` on until past the next newline, keeping nothing before it: `buf` is left
+/// holding what follows the newline, and `offset` (the file offset of the next byte read)
+/// the offset of `buf[0]`. `false` when the file ends first.
+fn skip_past_newline(
+    file: &mut std::fs::File,
+    buf: &mut Vec<u8>,
+    offset: &mut u64,
+) -> std::io::Result<bool> {
+    use std::io::Read;
+    loop {
+        buf.clear();
+        let read = (&mut *file).take(READ_BYTES).read_to_end(buf)?;
+        if read == 0 {
+            return Ok(false);
+        }
+        if let Some(newline) = memchr::memchr(b'\n', buf) {
+            buf.drain(..=newline);
+            *offset += newline as u64 + 1;
+            return Ok(true);
+        }
+        *offset += read as u64;
     }
 }
 
@@ -399,13 +459,14 @@ fn scan(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let item = match (&mut events, event_line_seq(line)) {
-            (EventLines::SeqOnly(seen), Some(seq)) if terminated => {
+        let item = match (&mut events, line_kind(line)) {
+            (EventLines::SeqOnly(seen), LineKind::Event(seq)) if terminated => {
                 seen(seq);
                 continue;
             }
-            (_, Some(_)) => decode_event_line(line).map(RolloutItem::Event),
-            (_, None) => serde_json::from_slice::<RolloutItem>(line),
+            (_, LineKind::Event(_)) => decode_event_line(line).map(RolloutItem::Event),
+            (_, LineKind::Other) => serde_json::from_slice::<RolloutItem>(line),
+            (_, LineKind::Unknown) => decode_any_line(line),
         };
         match item {
             Ok(item) => {

@@ -1,37 +1,30 @@
 //! Writing a thread's rollout: one writer task per thread, owning the file.
 //!
-//! Records are serialized by the caller and queued; the task collects them
-//! and appends them to the file in batches. The batch's buffer goes with each
-//! write, so an idle thread holds no buffer at all. `flush` hands what waits to
-//! the kernel (survives a killed process), `sync` also fsyncs (survives a power
-//! cut). The file is locked with `flock` for as long as the thread lives, so two
-//! processes can never interleave writes to one session.
+//! Records are serialized by the caller and queued; the task (`writer.rs`) collects them
+//! and appends them to the file in batches. `flush` hands what waits to the kernel
+//! (survives a killed process), `sync` also fsyncs (survives a power cut). The file is
+//! locked with `flock` for as long as the thread lives, so two processes can never
+//! interleave writes to one session. A failed write stops the writing (see `writer.rs`)
+//! until [`RolloutRecorder::recover`].
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::{mpsc, oneshot};
 
-use super::reader::{Tail, resumed_from_bytes};
+use super::reader::{Tail, UNFINISHED_CALL_OUTPUT, resumed_from_bytes};
+use super::writer::{Command, Shared, write_loop};
 use super::{
     CompactedRecord, ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord,
     encode_event_line, encode_line, is_persisted_event, paths,
 };
+use crate::tools::patch_journal::RecoveredPatch;
 
-/// How many bytes of records wait for a flush before they are written anyway.
-const WRITE_BUFFER: usize = 64 * 1024;
-
-#[derive(Debug)]
-enum Command {
-    Record(String),
-    Flush(oneshot::Sender<io::Result<()>>),
-    Sync(oneshot::Sender<io::Result<()>>),
-    Close(oneshot::Sender<io::Result<()>>),
-}
+pub(super) use super::writer::lock_exclusive;
 
 /// Appends a thread's records to its rollout file. Cheap to clone; the file
 /// is closed (and unlocked) once every clone is gone and the queue is written.
@@ -39,11 +32,14 @@ enum Command {
 pub struct RolloutRecorder {
     path: Arc<PathBuf>,
     tx: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
 }
 
 impl RolloutRecorder {
     /// Creates the rollout of a new thread under `home`, holding its lock, and
     /// writes the metadata and the thread's first history items. Needs a tokio runtime.
+    /// The file is readable by its owner only, in directories only its owner can enter
+    /// (created so whatever the umask); a rollout that cannot be written whole is removed.
     pub fn create(
         home: &Path,
         meta: &SessionMeta,
@@ -54,69 +50,77 @@ impl RolloutRecorder {
             reason: format!("thread id `{}` is not a UUIDv7", meta.id),
         })?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| RolloutError::io(dir, e))?;
+            paths::create_private_dirs(dir).map_err(|e| RolloutError::io(dir, e))?;
         }
         let mut file = OpenOptions::new()
             .append(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| RolloutError::io(&path, e))?;
-        lock_exclusive(&file, &path)?;
         // The head goes out before the thread exists, so even a process killed
         // right away leaves a resumable session.
         let mut head = encode_line(&RolloutItem::SessionMeta(meta.clone()));
         for item in initial {
             head.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
         }
-        file.write_all(head.as_bytes())
-            .map_err(|e| RolloutError::io(&path, e))?;
-        Ok(Self::spawn(path, file))
+        let written = lock_exclusive(&file, &path).and_then(|()| {
+            file.write_all(head.as_bytes())
+                .map_err(|e| RolloutError::io(&path, e))
+        });
+        if let Err(err) = written {
+            // No session without its head: an empty or torn file would list as unusable.
+            let _ = std::fs::remove_file(&path);
+            return Err(err);
+        }
+        Ok(Self::spawn(path, file, head.len() as u64))
     }
 
     /// Opens the rollout at `path` to continue its thread: takes the lock
     /// (failing with [`RolloutError::Locked`] when another process has it),
-    /// loads the session, cuts off a torn last line and records the outputs
-    /// that close unanswered calls. Needs a tokio runtime.
-    pub fn resume(path: &Path) -> Result<(Self, ResumedSession), RolloutError> {
-        let io_err = |e| RolloutError::io(path, e);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => RolloutError::NotFound(path.display().to_string()),
-                _ => RolloutError::io(path, e),
-            })?;
-        lock_exclusive(&file, path)?;
-        let mut bytes = Vec::new();
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        file.read_to_end(&mut bytes).map_err(io_err)?;
-        let session = resumed_from_bytes(&bytes, path)?;
-        let mut repair = String::new();
-        match session.tail {
-            Tail::Clean => {}
-            Tail::MissingNewline => repair.push('\n'),
-            Tail::Torn(offset) => file.set_len(offset).map_err(io_err)?,
-        }
-        for item in &session.closed_calls {
-            repair.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
-        }
-        file.write_all(repair.as_bytes()).map_err(io_err)?;
-        Ok((Self::spawn(path.to_path_buf(), file), session))
+    /// recovers the thread's interrupted patches (`recover_patches`, called under the
+    /// lock), loads the session, cuts off a torn last line and records the outputs that
+    /// close unanswered calls. Needs a tokio runtime.
+    pub fn resume(
+        path: &Path,
+        recover_patches: impl FnOnce() -> Vec<RecoveredPatch>,
+    ) -> Result<(Self, ResumedSession), RolloutError> {
+        let (file, session) = open_to_continue(path, recover_patches)?;
+        let len = file
+            .metadata()
+            .map_err(|e| RolloutError::io(path, e))?
+            .len();
+        Ok((Self::spawn(path.to_path_buf(), file, len), session))
     }
 
-    fn spawn(path: PathBuf, file: File) -> Self {
+    fn spawn(path: PathBuf, file: File, len: u64) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(path.clone(), file, rx));
+        let shared = Arc::new(Shared::default());
+        tokio::spawn(write_loop(path.clone(), file, len, shared.clone(), rx));
         Self {
             path: Arc::new(path),
             tx,
+            shared,
         }
     }
 
     /// The rollout file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Why records are no longer written, when a write failed: the path and the cause.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure()
+    }
+
+    /// After a failed write: cuts the file back to its last complete record, reads the
+    /// session back from it and writes again. The thread continues from what it returns.
+    pub async fn recover(&self) -> Result<ResumedSession, RolloutError> {
+        let (ack, done) = oneshot::channel();
+        self.send(Command::Recover(ack));
+        done.await
+            .unwrap_or_else(|_| Err(RolloutError::io(self.path(), writer_gone())))
     }
 
     /// Queues history items.
@@ -185,125 +189,95 @@ impl RolloutRecorder {
     }
 }
 
+/// Opens the rollout at `path` for appending under its lock and brings it back to a state
+/// a thread can continue from: interrupted patches recovered (`recover_patches`), a torn
+/// last line cut off, and the calls a stop left unanswered closed with outputs that say
+/// what became of them. The file stays locked while the returned handle is open.
+pub(crate) fn open_to_continue(
+    path: &Path,
+    recover_patches: impl FnOnce() -> Vec<RecoveredPatch>,
+) -> Result<(File, ResumedSession), RolloutError> {
+    let io_err = |e| RolloutError::io(path, e);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => RolloutError::NotFound(path.display().to_string()),
+            _ => RolloutError::io(path, e),
+        })?;
+    lock_exclusive(&file, path)?;
+    // Under the lock: nobody else can be writing this thread's patches now.
+    let recovered = recover_patches();
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    file.read_to_end(&mut bytes).map_err(io_err)?;
+    let mut session = resumed_from_bytes(&bytes, path)?;
+    let mut kept = bytes.len() as u64;
+    drop(bytes);
+    let mut repair = String::new();
+    match session.tail {
+        Tail::Clean => {}
+        Tail::MissingNewline => repair.push('\n'),
+        Tail::Torn(offset) => {
+            file.set_len(offset).map_err(io_err)?;
+            kept = offset;
+        }
+    }
+    let notes = explain_recovered_patches(&mut session, &recovered);
+    for item in session.closed_calls.iter().chain(&notes) {
+        repair.push_str(&encode_line(&RolloutItem::ResponseItem(item.clone())));
+    }
+    session.history.extend(notes);
+    if let Err(err) = file.write_all(repair.as_bytes()) {
+        // Nothing may follow a torn record: cut it off again before failing.
+        let _ = file.set_len(kept);
+        return Err(io_err(err));
+    }
+    Ok((file, session))
+}
+
+/// Tells the model and the user what became of each recovered patch: the output of the
+/// call that made it says so when the call was left unanswered, otherwise a developer
+/// message (returned, for the history) does; each is also a warning of the session.
+fn explain_recovered_patches(
+    session: &mut ResumedSession,
+    recovered: &[RecoveredPatch],
+) -> Vec<ResponseItem> {
+    let mut notes = Vec::new();
+    for patch in recovered {
+        let call = patch.call_id.as_deref().unwrap_or("unknown");
+        session
+            .warnings
+            .push(format!("interrupted patch (call {call}): {}", patch.report));
+        let told = format!(
+            "aborted: the session stopped while this patch was being applied; {}",
+            patch.report
+        );
+        let closed = session
+            .closed_calls
+            .iter_mut()
+            .chain(session.history.iter_mut());
+        let mut answered = false;
+        for item in closed {
+            if let ResponseItem::FunctionCallOutput { call_id, output } = item
+                && patch.call_id.as_deref() == Some(call_id.as_str())
+                && output == UNFINISHED_CALL_OUTPUT
+            {
+                output.clone_from(&told);
+                answered = true;
+            }
+        }
+        if !answered {
+            notes.push(ResponseItem::developer_text(format!(
+                "A patch (call {call}) was interrupted when the session last stopped: {}",
+                patch.report
+            )));
+        }
+    }
+    notes
+}
+
 fn writer_gone() -> io::Error {
     io::Error::other("the rollout writer has stopped")
-}
-
-async fn write_loop(path: PathBuf, file: File, mut commands: mpsc::UnboundedReceiver<Command>) {
-    let mut out = Batch {
-        file: Arc::new(file),
-        pending: Vec::new(),
-    };
-    let warn = |what: &str, err: &io::Error| {
-        tracing::warn!(path = %path.display(), "rollout {what} failed: {err}");
-    };
-    while let Some(command) = commands.recv().await {
-        match command {
-            Command::Record(lines) => {
-                if let Err(err) = out.record(&lines).await {
-                    warn("write", &err);
-                }
-            }
-            Command::Flush(ack) => {
-                let result = out.flush().await;
-                if let Err(err) = &result {
-                    warn("flush", err);
-                }
-                let _ = ack.send(result);
-            }
-            Command::Sync(ack) => {
-                let result = out.sync().await;
-                if let Err(err) = &result {
-                    warn("sync", err);
-                }
-                let _ = ack.send(result);
-            }
-            Command::Close(ack) => {
-                let result = out.sync().await;
-                if let Err(err) = &result {
-                    warn("sync", err);
-                }
-                // Unlocked explicitly, before the caller hears back: a process forked
-                // meanwhile (any command being spawned) holds a copy of the descriptor
-                // until it execs, and the lock would otherwise live on with that copy.
-                unlock(&out.file);
-                drop(out);
-                let _ = ack.send(result);
-                return;
-            }
-        }
-    }
-    if let Err(err) = out.flush().await {
-        warn("final flush", &err);
-    }
-}
-
-/// The writer task's side of the file: records wait in `pending` until a flush, a
-/// sync or [`WRITE_BUFFER`] bytes send them to the kernel, on the blocking pool.
-struct Batch {
-    file: Arc<File>,
-    pending: Vec<u8>,
-}
-
-impl Batch {
-    async fn record(&mut self, lines: &str) -> io::Result<()> {
-        self.pending.extend_from_slice(lines.as_bytes());
-        if self.pending.len() >= WRITE_BUFFER {
-            self.flush().await
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Writes what is pending; its buffer is freed with the write.
-    async fn flush(&mut self) -> io::Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let pending = std::mem::take(&mut self.pending);
-        self.blocking(move |mut file| file.write_all(&pending))
-            .await
-    }
-
-    async fn sync(&mut self) -> io::Result<()> {
-        self.flush().await?;
-        self.blocking(File::sync_data).await
-    }
-
-    async fn blocking(
-        &self,
-        op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
-    ) -> io::Result<()> {
-        let file = Arc::clone(&self.file);
-        tokio::task::spawn_blocking(move || op(&file))
-            .await
-            .unwrap_or_else(|join| Err(io::Error::other(join)))
-    }
-}
-
-/// Releases the `flock` taken by [`lock_exclusive`], for every copy of the descriptor.
-fn unlock(file: &File) {
-    // SAFETY: flock only reads the descriptor, which `file` keeps open.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
-    if rc != 0 {
-        tracing::warn!(
-            "releasing the rollout lock failed: {}",
-            io::Error::last_os_error()
-        );
-    }
-}
-
-/// Takes an exclusive, non-blocking `flock` on `file`; it lasts until the file is closed.
-pub(super) fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
-    // SAFETY: flock only reads the descriptor, which `file` keeps open.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Err(RolloutError::Locked)
-    } else {
-        Err(RolloutError::io(path, err))
-    }
 }

@@ -260,14 +260,14 @@ async fn a_second_open_of_a_live_rollout_is_refused_until_the_first_closes() {
     let home = tempfile::tempdir().expect("tempdir");
     let recorder = one_turn(home.path(), &id_at(1_741_064_767)).await;
     let path = recorder.path().to_path_buf();
-    let err = RolloutRecorder::resume(&path).expect_err("locked");
+    let err = RolloutRecorder::resume(&path, Vec::new).expect_err("locked");
     assert!(matches!(err, RolloutError::Locked));
     assert_eq!(err.to_string(), "thread is open in another process");
     drop(recorder);
     // The writer task closes the file once its queue is drained.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        match RolloutRecorder::resume(&path) {
+        match RolloutRecorder::resume(&path, Vec::new) {
             Ok(_) => break,
             Err(RolloutError::Locked) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -595,7 +595,7 @@ async fn a_listing_by_creation_can_keep_to_one_working_directory() {
 async fn reopen(path: &Path) -> (RolloutRecorder, ResumedSession) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        match RolloutRecorder::resume(path) {
+        match RolloutRecorder::resume(path, Vec::new) {
             Ok(pair) => return pair,
             Err(RolloutError::Locked) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(10)).await;

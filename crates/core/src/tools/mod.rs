@@ -2,6 +2,7 @@
 
 mod diff;
 mod patch;
+pub mod patch_journal;
 mod shell;
 mod spec;
 
@@ -11,6 +12,7 @@ use deputy_protocol::UpdatePlanArgs;
 use serde::de::DeserializeOwned;
 
 pub(crate) use diff::TurnDiffTracker;
+pub(crate) use patch::{PatchInFlight, finish_interrupted as finish_interrupted_patch};
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
     tool_specs,

@@ -3,19 +3,22 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use deputy_apply_patch::{
-    PlannedChange, WriteTarget, WriteTargets, apply_planned, parse_patch, plan_patch,
+    PlannedChange, WriteTarget, WriteTargets, apply_journaled, parse_patch, plan_patch,
 };
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalResolvedEvent, FileChange, FileChangeItem,
-    PatchApplyStatus, PatchApprovalRequest, ReviewDecision, ThreadEventMsg, ThreadItem,
-    TurnDiffEvent, WarningEvent,
+    PatchApplyStatus, PatchApprovalRequest, ResponseItem, ReviewDecision, ThreadEventMsg,
+    ThreadItem, TurnDiffEvent, WarningEvent,
 };
+use tokio::sync::watch;
 
 use crate::safety::{PatchAssessment, WritableRoots, assess_patch};
 use crate::sandboxing;
 use crate::thread::lock;
+use crate::tools::patch_journal;
 use crate::turn::{TurnContext, TurnStop, new_item_id};
 
 /// Applies a patch under the session's policies and returns the model's text.
@@ -138,28 +141,102 @@ pub(super) async fn apply(
     item.started = true;
     ctx.item_updated(ThreadItem::FileChange(item.clone()));
     lock(&ctx.diff).remember_baseline(&planned);
+    let journal = patch_journal::journal_for(
+        &config.deputy_home,
+        ctx.session.log.thread_id(),
+        &ctx.turn_id,
+        call_id,
+    );
     let to_apply = planned.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        apply_planned(&to_apply, &targets)
+    let (done, mut written) = watch::channel(None);
+    // Once started, the write runs to its end even if the turn is stopped meanwhile: the
+    // turn then waits for it (bounded) and reports what it did (`finish_interrupted`).
+    tokio::task::spawn_blocking(move || {
+        let result = apply_journaled(&to_apply, &targets, Some(&journal))
             .map(|summary| summary.to_string())
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .unwrap_or_else(|e| Err(format!("applying the patch failed: {e}")));
+            .map_err(|e| e.to_string());
+        let _ = done.send(Some(result));
+    });
+    *lock(&ctx.patch_in_flight) = Some(PatchInFlight {
+        item: item.clone(),
+        call_id: call_id.to_string(),
+        written: written.clone(),
+    });
+    let result = wait_written(&mut written).await;
+    lock(&ctx.patch_in_flight).take();
+    Ok(report(ctx, item, result))
+}
+
+/// A patch being written while its turn runs.
+pub(crate) struct PatchInFlight {
+    item: FileChangeItem,
+    call_id: String,
+    written: watch::Receiver<Option<Result<String, String>>>,
+}
+
+/// How long a stopped turn waits for its patch to be written.
+const FINISH_GRACE: Duration = Duration::from_secs(30);
+
+/// For a turn stopped while its patch was being written: waits (at most [`FINISH_GRACE`])
+/// for the write to end, then completes the patch item and answers the call with what was
+/// done, so neither the model nor the user is told "aborted" about files that changed.
+pub(crate) async fn finish_interrupted(ctx: &TurnContext) {
+    let Some(mut in_flight) = lock(&ctx.patch_in_flight).take() else {
+        return;
+    };
+    let written = tokio::time::timeout(FINISH_GRACE, wait_written(&mut in_flight.written)).await;
+    let output = match written {
+        Ok(result) => {
+            let output = report(ctx, in_flight.item, result);
+            format!("{output}\n(The turn was stopped right after this patch was written.)")
+        }
+        Err(_) => {
+            let told = format!(
+                "the turn was stopped while this patch was still being written ({} s later it \
+                 was not done); it is all-or-nothing: if deputy stops before it ends, the next \
+                 resume of this session rolls it back and says so",
+                FINISH_GRACE.as_secs()
+            );
+            let mut item = in_flight.item;
+            item.status = PatchApplyStatus::Failed;
+            item.stderr = told.clone();
+            ctx.item_completed(ThreadItem::FileChange(item));
+            told
+        }
+    };
+    ctx.session.record([ResponseItem::FunctionCallOutput {
+        call_id: in_flight.call_id,
+        output,
+    }]);
+}
+
+async fn wait_written(
+    written: &mut watch::Receiver<Option<Result<String, String>>>,
+) -> Result<String, String> {
+    match written.wait_for(Option::is_some).await {
+        Ok(result) => result
+            .clone()
+            .unwrap_or_else(|| Err("applying the patch failed".into())),
+        Err(_) => Err("applying the patch failed: the writing thread stopped".into()),
+    }
+}
+
+/// Completes the patch item with `result` and returns the model's text.
+fn report(ctx: &TurnContext, mut item: FileChangeItem, result: Result<String, String>) -> String {
     match result {
         Ok(summary) => {
             item.status = PatchApplyStatus::Completed;
             item.stdout = summary.clone();
             ctx.item_completed(ThreadItem::FileChange(item));
-            let unified_diff = lock(&ctx.diff).diff(&config.cwd);
+            let unified_diff = lock(&ctx.diff).diff(&ctx.config.cwd);
             ctx.emit(ThreadEventMsg::TurnDiff(TurnDiffEvent { unified_diff }));
-            Ok(summary)
+            summary
         }
         Err(err) => {
             item.status = PatchApplyStatus::Failed;
             item.stderr = err.clone();
             ctx.item_completed(ThreadItem::FileChange(item));
-            Ok(format!("apply_patch failed; nothing was changed: {err}"))
+            format!("apply_patch failed; nothing was changed: {err}")
         }
     }
 }
@@ -245,7 +322,7 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::symlink;
 
-    use deputy_apply_patch::ApplyError;
+    use deputy_apply_patch::{ApplyError, apply_planned};
 
     use super::*;
     use crate::approval::ApprovalGate;

@@ -262,10 +262,7 @@ impl Conversations {
                 title,
             });
         }
-        let next_cursor = page
-            .more
-            .then(|| conversations.last().map(|c| c.conversation_id.clone()))
-            .flatten();
+        let next_cursor = page.next_cursor;
         success(&ConversationsListResult {
             conversations,
             next_cursor,

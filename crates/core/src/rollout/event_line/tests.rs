@@ -57,7 +57,7 @@ fn a_commands_output_is_written_once_and_read_back_whole() {
         "{line}"
     );
     assert_eq!(decoded(&line), event);
-    assert_eq!(event_line_seq(line.as_bytes()), Some(7));
+    assert_eq!(line_kind(line.as_bytes()), LineKind::Event(7));
 
     // Output on stderr alone is kept once the same way.
     let event = completed(8, "", out, out, &formatted);
@@ -172,4 +172,27 @@ fn a_large_diff_is_cut_and_other_events_are_written_as_they_are() {
     let line = encode_event_line(&small);
     assert!(!line.contains("elided"), "{line}");
     assert_eq!(decoded(&line), small);
+}
+
+/// `line` as another JSON writer might put it: the same object, spaced, keys sorted.
+fn respaced(line: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(line).unwrap();
+    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    let one_line: Vec<&str> = pretty.lines().map(str::trim).collect();
+    one_line.join(" ") + "\n"
+}
+
+#[test]
+fn a_line_written_by_another_json_writer_is_still_read_whole() {
+    let out = "built\n";
+    let event = completed(7, out, "", out, &format!("Output:\n{out}"));
+    let line = respaced(&encode_event_line(&event));
+    assert!(line.starts_with("{ \"elided\": { "), "{line}");
+    assert_eq!(line_kind(line.as_bytes()), LineKind::Unknown);
+    match decode_any_line(line.as_bytes()).unwrap() {
+        RolloutItem::Event(decoded) => assert_eq!(decoded, event),
+        other => panic!("{other:?}"),
+    }
+    let other = r#"{"timestamp":"2025-01-01T00:00:00.000Z","type":"turn_context","payload":{}}"#;
+    assert_eq!(line_kind(other.as_bytes()), LineKind::Other);
 }

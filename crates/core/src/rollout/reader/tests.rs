@@ -54,11 +54,13 @@ async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
         &[],
     )
     .expect("create");
-    // Lines from a few bytes to well over a read chunk, some parts ending inside them.
+    // Lines from a few bytes to well over a read chunk, some parts ending inside them —
+    // event lines, and between them other lines, which are skipped without being kept.
     let lengths = [10, 3 << 20, 5, 1 << 20, 70_000, 0, 2 << 20, 17];
-    for (seq, len) in (1..).zip(lengths) {
+    let between = [4 << 20, 7, 1 << 20, 100, 3 << 20, 70_000, 5, 2 << 20];
+    for ((seq, len), other) in (1..).zip(lengths).zip(between) {
         recorder.record_event(&user_message(seq, "y".repeat(len)));
-        recorder.record_items([&ResponseItem::assistant_text("between")]);
+        recorder.record_items([&ResponseItem::assistant_text("z".repeat(other))]);
     }
     recorder.sync().await.expect("sync");
     let path = recorder.path().to_path_buf();

@@ -1,0 +1,269 @@
+//! The task that owns a rollout file: it appends what the recorder queues, in batches,
+//! on the blocking pool.
+//!
+//! A write that fails (a full disk, an I/O error) must not be lost silently nor leave a
+//! torn record for the next write to be glued onto: the file is cut back to its last
+//! complete line at once, the failure is kept, every later flush or sync reports it, and
+//! nothing more is written — a gap in the middle would make the history on disk differ
+//! from what happened — until the thread is brought back to what the file holds
+//! ([`Command::Recover`]).
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::reader::resumed_from_bytes;
+use super::{ResumedSession, RolloutError};
+use crate::thread::lock;
+
+/// How many bytes of records wait for a flush before they are written anyway.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+#[derive(Debug)]
+pub(super) enum Command {
+    Record(String),
+    Flush(oneshot::Sender<io::Result<()>>),
+    Sync(oneshot::Sender<io::Result<()>>),
+    Close(oneshot::Sender<io::Result<()>>),
+    /// Forget a failure: read back what the file durably holds (the thread continues from
+    /// it) and write again.
+    Recover(oneshot::Sender<Result<ResumedSession, RolloutError>>),
+}
+
+/// The writer's state that the recorder reads without asking the task.
+#[derive(Debug, Default)]
+pub(super) struct Shared {
+    failure: Mutex<Option<Failure>>,
+}
+
+impl Shared {
+    /// Why writing stopped, when it did.
+    pub(super) fn failure(&self) -> Option<String> {
+        lock(&self.failure).as_ref().map(|f| f.message.clone())
+    }
+}
+
+/// A failed write, as the thread and its clients are told about it.
+#[derive(Debug, Clone)]
+struct Failure {
+    kind: io::ErrorKind,
+    message: String,
+}
+
+impl Failure {
+    fn new(path: &Path, err: &io::Error) -> Self {
+        Failure {
+            kind: err.kind(),
+            message: format!(
+                "cannot write the session file {}: {err}; nothing after its last complete \
+                 record was saved",
+                path.display()
+            ),
+        }
+    }
+
+    fn error(&self) -> io::Error {
+        io::Error::new(self.kind, self.message.clone())
+    }
+}
+
+/// Runs the writer of the rollout at `path`, whose first `len` bytes are written, until
+/// the recorder closes it or is gone.
+pub(super) async fn write_loop(
+    path: PathBuf,
+    file: File,
+    len: u64,
+    shared: Arc<Shared>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let mut out = Batch {
+        path,
+        file: Arc::new(file),
+        pending: Vec::new(),
+        len,
+        dir_synced: false,
+        shared,
+    };
+    while let Some(command) = commands.recv().await {
+        match command {
+            Command::Record(lines) => {
+                let _ = out.record(&lines).await;
+            }
+            Command::Flush(ack) => {
+                let _ = ack.send(out.flush().await);
+            }
+            Command::Sync(ack) => {
+                let _ = ack.send(out.sync().await);
+            }
+            Command::Recover(ack) => {
+                let _ = ack.send(out.recover().await);
+            }
+            Command::Close(ack) => {
+                let result = out.sync().await;
+                // Unlocked explicitly, before the caller hears back: a process forked
+                // meanwhile (any command being spawned) holds a copy of the descriptor
+                // until it execs, and the lock would otherwise live on with that copy.
+                unlock(&out.file);
+                drop(out);
+                let _ = ack.send(result);
+                return;
+            }
+        }
+    }
+    let _ = out.flush().await;
+}
+
+/// The writer task's side of the file: records wait in `pending` until a flush, a
+/// sync or [`WRITE_BUFFER`] bytes send them to the kernel, on the blocking pool.
+struct Batch {
+    path: PathBuf,
+    file: Arc<File>,
+    pending: Vec<u8>,
+    /// The bytes of the file that hold complete records.
+    len: u64,
+    /// Whether the directory entry of the file has been synced.
+    dir_synced: bool,
+    shared: Arc<Shared>,
+}
+
+impl Batch {
+    fn failed(&self) -> Option<Failure> {
+        lock(&self.shared.failure).clone()
+    }
+
+    fn fail(&self, err: &io::Error) -> io::Error {
+        let failure = Failure::new(&self.path, err);
+        tracing::warn!("{}", failure.message);
+        let error = failure.error();
+        lock(&self.shared.failure).get_or_insert(failure);
+        error
+    }
+
+    async fn record(&mut self, lines: &str) -> io::Result<()> {
+        if self.failed().is_some() {
+            // Dropped: the history on disk stops at the failure.
+            return Ok(());
+        }
+        self.pending.extend_from_slice(lines.as_bytes());
+        if self.pending.len() >= WRITE_BUFFER {
+            self.flush().await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes what is pending; its buffer is freed with the write. A write that fails is
+    /// cut off again, so the file ends with its last complete record.
+    async fn flush(&mut self) -> io::Result<()> {
+        if let Some(failure) = self.failed() {
+            self.pending.clear();
+            return Err(failure.error());
+        }
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let written = pending.len() as u64;
+        let len = self.len;
+        let result = self
+            .blocking(move |mut file| {
+                let result = file.write_all(&pending);
+                if result.is_err() {
+                    // Whatever part went out is a torn record: nothing may follow it.
+                    if let Err(err) = file.set_len(len) {
+                        tracing::warn!("cutting a torn record off the rollout failed: {err}");
+                    }
+                }
+                result
+            })
+            .await;
+        match result {
+            Ok(()) => {
+                self.len += written;
+                Ok(())
+            }
+            Err(err) => Err(self.fail(&err)),
+        }
+    }
+
+    async fn sync(&mut self) -> io::Result<()> {
+        self.flush().await?;
+        let dir = (!self.dir_synced).then(|| self.path.parent().map(Path::to_path_buf));
+        let result = self
+            .blocking(move |file| {
+                file.sync_data()?;
+                // Once, so that the file's own entry survives a power cut too.
+                if let Some(Some(dir)) = dir {
+                    File::open(dir)?.sync_all()?;
+                }
+                Ok(())
+            })
+            .await;
+        match result {
+            Ok(()) => {
+                self.dir_synced = true;
+                Ok(())
+            }
+            Err(err) => Err(self.fail(&err)),
+        }
+    }
+
+    /// Reads back what the file holds up to its last complete record and clears the
+    /// failure: the thread continues from what was saved.
+    async fn recover(&mut self) -> Result<ResumedSession, RolloutError> {
+        self.pending.clear();
+        let (len, path) = (self.len, self.path.clone());
+        let file = Arc::clone(&self.file);
+        let read = tokio::task::spawn_blocking(move || {
+            file.set_len(len).map_err(|e| RolloutError::io(&path, e))?;
+            let mut bytes = std::fs::read(&path).map_err(|e| RolloutError::io(&path, e))?;
+            bytes.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+            resumed_from_bytes(&bytes, &path)
+        })
+        .await
+        .unwrap_or_else(|join| Err(RolloutError::io(&self.path, io::Error::other(join))))?;
+        *lock(&self.shared.failure) = None;
+        Ok(read)
+    }
+
+    async fn blocking(
+        &self,
+        op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
+    ) -> io::Result<()> {
+        let file = Arc::clone(&self.file);
+        tokio::task::spawn_blocking(move || op(&file))
+            .await
+            .unwrap_or_else(|join| Err(io::Error::other(join)))
+    }
+}
+
+/// Releases the `flock` taken by [`lock_exclusive`], for every copy of the descriptor.
+fn unlock(file: &File) {
+    // SAFETY: flock only reads the descriptor, which `file` keeps open.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+    if rc != 0 {
+        tracing::warn!(
+            "releasing the rollout lock failed: {}",
+            io::Error::last_os_error()
+        );
+    }
+}
+
+/// Takes an exclusive, non-blocking `flock` on `file`; it lasts until the file is closed.
+pub(super) fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
+    // SAFETY: flock only reads the descriptor, which `file` keeps open.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Err(RolloutError::Locked)
+    } else {
+        Err(RolloutError::io(path, err))
+    }
+}
