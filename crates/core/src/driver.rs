@@ -12,7 +12,7 @@ use std::time::Duration;
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, InputItem, ItemEvent, Op,
     ReviewDecision, ReviewOutputEvent, ReviewRequest, ThreadEvent, ThreadEventMsg, ThreadItem,
-    TurnAbortReason,
+    TurnAbortReason, TurnOverrides,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -278,6 +278,19 @@ pub async fn drive_turn<A: Approver, O: TurnObserver>(
     observer: &mut O,
     cancel: &CancellationToken,
 ) -> Result<DrivenTurn, ThreadError> {
+    drive_turn_with(thread, request, None, approver, observer, cancel).await
+}
+
+/// [`drive_turn`] for a turn that first changes the thread's settings (for itself and
+/// every later turn) as `overrides` says.
+pub async fn drive_turn_with<A: Approver, O: TurnObserver>(
+    thread: &Arc<Thread>,
+    request: TurnRequest,
+    overrides: Option<TurnOverrides>,
+    approver: Arc<A>,
+    observer: &mut O,
+    cancel: &CancellationToken,
+) -> Result<DrivenTurn, ThreadError> {
     let TurnRequest {
         submission_id,
         items,
@@ -286,7 +299,7 @@ pub async fn drive_turn<A: Approver, O: TurnObserver>(
     drive(
         thread,
         replay_after,
-        |thread| thread.submit_turn(submission_id, items),
+        |thread| thread.submit_turn_with(submission_id, items, overrides),
         approver,
         observer,
         cancel,
@@ -327,15 +340,35 @@ pub async fn drive_review<O: TurnObserver>(
     })
 }
 
-/// The approver of a review turn, which has nothing to ask: should a question come
-/// anyway, it is refused rather than left waiting.
+/// [`drive_turn`] for a compaction of the history (`/compact`): a turn of its own whose
+/// one item is a `context_compaction`. It asks no questions.
+pub async fn drive_compact<O: TurnObserver>(
+    thread: &Arc<Thread>,
+    submission_id: String,
+    replay_after: Option<u64>,
+    observer: &mut O,
+    cancel: &CancellationToken,
+) -> Result<DrivenTurn, ThreadError> {
+    drive(
+        thread,
+        replay_after,
+        |thread| thread.submit_compact(submission_id),
+        Arc::new(Unasked),
+        observer,
+        cancel,
+    )
+    .await
+}
+
+/// The approver of a turn that asks nothing (a review, a compaction): should a question
+/// come anyway, it is refused rather than left waiting.
 struct Unasked;
 
 impl Approver for Unasked {
     fn ask(&self, _request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
         std::future::ready(Answer {
             decision: ReviewDecision::Denied,
-            reason: Some("a review runs without approvals".to_string()),
+            reason: Some("this turn runs without approvals".to_string()),
         })
     }
 }

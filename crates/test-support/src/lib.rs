@@ -13,7 +13,8 @@
 //!   may stop reading without blocking the test, and [`ProcessMemory`] reads its memory.
 //! - [`TestHome`] is a temporary `DEPUTY_HOME` configured to use the mock server, and
 //!   [`python_with_mcp`] provides a Python with the official MCP SDK and
-//!   [`NodeMcpSdk`] a Node installation of its TypeScript SDK, for interoperability tests.
+//!   [`NodeMcpSdk`] a Node installation of its TypeScript SDK, for interoperability tests;
+//!   [`NodeAcp`] the ACP TypeScript SDK and Zed's `codex-acp` adapter.
 //! - [`HostileRepository`] is a git repository whose configuration runs programs that
 //!   leave marks outside it, for the tests that prove none of them runs unconfined.
 //!
@@ -54,7 +55,7 @@ mod tool_setup;
 pub use bounded_run::run_with_deadline;
 pub use hostile_repository::HostileRepository;
 pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
-pub use node_env::{MCP_TS_SDK_VERSION, NodeMcpSdk};
+pub use node_env::{ACP_TS_SDK_VERSION, MCP_TS_SDK_VERSION, NodeAcp, NodeMcpSdk};
 pub use process_memory::ProcessMemory;
 pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
 pub use stdio_client::{BackgroundWrite, McpSession, StdioClient};
