@@ -12,5 +12,11 @@
 #[path = "acp/harness.rs"]
 mod harness;
 
+#[path = "acp/errors.rs"]
+mod errors;
+#[path = "acp/permissions.rs"]
+mod permissions;
 #[path = "acp/prompts.rs"]
 mod prompts;
+#[path = "acp/sessions.rs"]
+mod sessions;
