@@ -12,6 +12,8 @@
 #[path = "acp/harness.rs"]
 mod harness;
 
+#[path = "acp/commands.rs"]
+mod commands;
 #[path = "acp/errors.rs"]
 mod errors;
 #[path = "acp/permissions.rs"]
