@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use deputy_test_support::{MockModelServer, MockResponse, NodeAcp, TestHome, run_with_deadline};
+use deputy_test_support::{
+    MockModelServer, MockResponse, NodeAcp, SseEvent, TestHome, responses, run_with_deadline,
+};
 use serde_json::{Value, json};
 
 /// The binary under test.
@@ -117,6 +119,10 @@ pub fn agent_text(step: &Value) -> String {
         .collect()
 }
 
+/// The model `codex-acp` is configured with: one Codex knows, so that it offers its
+/// usual tools (`apply_patch` as a freeform tool); the mock answers whatever the name.
+pub const CODEX_MODEL: &str = "gpt-5.3-codex";
+
 /// A `CODEX_HOME` for `codex-acp` whose config points at `model` the way deputy's test
 /// home does: under `target/` (Codex refuses a home under `/tmp`), removed on drop.
 pub struct CodexHome {
@@ -139,7 +145,7 @@ impl CodexHome {
             .unwrap()
             .keep();
         let config = format!(
-            "model = \"mock-model\"\n\
+            "model = \"{CODEX_MODEL}\"\n\
              model_provider = \"mock\"\n\
              approval_policy = \"{approval}\"\n\
              sandbox_mode = \"{sandbox}\"\n\
@@ -170,6 +176,19 @@ pub fn shell(call_id: &str, command: &str) -> MockResponse {
 /// A model turn calling `apply_patch` with `patch`.
 pub fn patch(call_id: &str, patch: &str) -> MockResponse {
     MockResponse::function_call_turn(call_id, "apply_patch", json!({"input": patch}))
+}
+
+/// A model turn calling the freeform (custom) `apply_patch` tool with `patch`, as
+/// Codex's own models do.
+pub fn custom_patch(call_id: &str, patch: &str) -> MockResponse {
+    MockResponse::sse(vec![
+        responses::created("resp-custom"),
+        SseEvent::new(
+            "response.output_item.done",
+            json!({"item": {"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch", "input": patch}}),
+        ),
+        responses::completed("resp-custom"),
+    ])
 }
 
 /// A model turn answering `text`.

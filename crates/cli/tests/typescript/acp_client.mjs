@@ -15,8 +15,8 @@
 //   {op: "request", method, params}                 any request, as is ("$session" is replaced
 //       by the current session id)
 //   {op: "promptTwice", text}                       two prompts at once on the current session
-// Permission answers, used in order: "allow_once", "allow_always", "reject_once",
-// "cancelled" (the cancelled outcome), "cancel_prompt" (session/cancel, then the
+// Permission answers, used in order: "allow_once", "allow_always", "reject_once" (the
+// offered option of that kind), "cancelled" (the cancelled outcome), "cancel_prompt" (session/cancel, then the
 // cancelled outcome once the agent withdraws the question or at once).
 //
 // Output: {steps: [{op, result?, error?, updates: [...], permissions: [...]}], stderr}
@@ -82,7 +82,10 @@ const app = client({ name: "deputy-acp-test" })
     if (answer === "cancelled") {
       return { outcome: { outcome: "cancelled" } };
     }
-    return { outcome: { outcome: "selected", optionId: answer } };
+    // Chosen by kind, as an editor's buttons are: option ids are the agent's own.
+    const option = params.options.find((o) => o.kind === answer);
+    if (!option) return { outcome: { outcome: "cancelled" } };
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
   });
 
 function substitute(value) {
