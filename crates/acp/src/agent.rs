@@ -4,7 +4,7 @@
 //! and a load run in tasks of their own, so that a `session/cancel` (or anything else)
 //! is read while they run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -362,7 +362,7 @@ impl AcpAgent {
     }
 
     /// The configuration, in `cwd` when given.
-    fn config(&self, cwd: Option<&PathBuf>) -> Result<Config, Error> {
+    fn config(&self, cwd: Option<&Path>) -> Result<Config, Error> {
         let mut layers = self.layers.clone();
         if let Some(cwd) = cwd {
             layers.overrides.cwd = Some(checked_cwd(cwd)?);
@@ -400,7 +400,7 @@ fn server_name(server: &McpServer) -> &str {
 }
 
 /// A session's working directory: absolute and an existing directory.
-fn checked_cwd(cwd: &PathBuf) -> Result<PathBuf, Error> {
+fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
     if !cwd.is_absolute() {
         return Err(Error::new(
             ErrorCode::INVALID_PARAMS,
@@ -413,7 +413,7 @@ fn checked_cwd(cwd: &PathBuf) -> Result<PathBuf, Error> {
             format!("cwd `{}` is not a directory", cwd.display()),
         ));
     }
-    Ok(cwd.clone())
+    Ok(cwd.to_path_buf())
 }
 
 /// The environment variable the model provider's key should be in, and why it is

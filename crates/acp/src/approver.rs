@@ -119,7 +119,7 @@ mod tests {
     use super::*;
 
     fn selected(option: &str) -> RequestPermissionOutcome {
-        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option))
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option.to_string()))
     }
 
     #[test]
