@@ -90,60 +90,78 @@ async fn connection(
     agent: Arc<AcpAgent>,
     transport: impl ConnectTo<Agent>,
 ) -> Result<(), agent_client_protocol::Error> {
-    let (a, b, c, d, e, f, g, h) = (
-        agent.clone(),
-        agent.clone(),
-        agent.clone(),
-        agent.clone(),
-        agent.clone(),
-        agent.clone(),
-        agent.clone(),
-        agent,
-    );
+    // Each handler owns a handle on the agent.
+    let a = || agent.clone();
     Agent
         .v1()
         .name("deputy")
         .on_receive_request(
-            async move |request: InitializeRequest, responder, _cx| {
-                a.initialize(request, responder)
+            {
+                let agent = a();
+                async move |request: InitializeRequest, responder, _cx| {
+                    agent.initialize(request, responder)
+                }
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: AuthenticateRequest, responder, _cx| {
-                b.authenticate(request, responder)
+            {
+                let agent = a();
+                async move |request: AuthenticateRequest, responder, _cx| {
+                    agent.authenticate(request, responder)
+                }
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, cx| {
-                c.new_session(request, responder, cx).await
+            {
+                let agent = a();
+                async move |request: NewSessionRequest, responder, cx| {
+                    agent.new_session(request, responder, cx).await
+                }
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: LoadSessionRequest, responder, cx| {
-                d.load_session(request, responder, cx)
+            {
+                let agent = a();
+                async move |request: LoadSessionRequest, responder, cx| {
+                    agent.load_session(request, responder, cx)
+                }
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest, responder, cx| e.prompt(request, responder, cx),
+            {
+                let agent = a();
+                async move |request: PromptRequest, responder, cx| {
+                    agent.prompt(request, responder, cx)
+                }
+            },
             on_receive_request!(),
         )
         .on_receive_notification(
-            async move |notification: CancelNotification, _cx| f.cancel(&notification),
+            {
+                let agent = a();
+                async move |notification: CancelNotification, _cx| agent.cancel(&notification)
+            },
             on_receive_notification!(),
         )
         .on_receive_request(
-            async move |request: SetSessionModeRequest, responder, cx| {
-                g.set_mode(request, responder, cx)
+            {
+                let agent = a();
+                async move |request: SetSessionModeRequest, responder, cx| {
+                    agent.set_mode(request, responder, cx)
+                }
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
-                h.set_config_option(request, responder)
+            {
+                let agent = a();
+                async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                    agent.set_config_option(request, responder)
+                }
             },
             on_receive_request!(),
         )
