@@ -104,8 +104,12 @@ fn methods(described: Vec<MethodSchema>) -> Map<String, Value> {
 }
 
 fn pretty(value: &Value) -> String {
+    // Keys sorted whether or not serde_json keeps insertion order (`preserve_order`, which
+    // the ACP crates turn on for any build that includes them).
+    let mut value = value.clone();
+    value.sort_all_objects();
     // A `Value` always serializes.
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
     text
 }

@@ -40,6 +40,7 @@ pub(crate) fn wire_thread(
             rollout::SessionSource::Exec => SessionSource::Exec,
             rollout::SessionSource::Mcp => SessionSource::Custom("mcp".into()),
             rollout::SessionSource::Review => SessionSource::Custom("review".into()),
+            rollout::SessionSource::Acp => SessionSource::Custom("acp".into()),
         },
         agent_nickname: None,
         agent_role: None,

@@ -45,6 +45,8 @@ enum Command {
     McpServer,
     /// Serve Codex's app-server v2 protocol (threads, turns, items) on stdio.
     AppServer(AppServerArgs),
+    /// Serve deputy to an editor over the Agent Client Protocol (v1) on stdio.
+    Acp,
     /// Run a command under deputy's sandbox, to check what it allows.
     Sandbox(SandboxArgs),
     /// List saved sessions or show one.
@@ -359,6 +361,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 Ok(code)
             })
         }
+        Command::Acp => run_to_end(server_runtime()?, async {
+            let signals = TerminationSignals::install()?;
+            log_sandbox_support();
+            Ok(deputy_acp::run_stdio_agent(layers, launcher(), signals.received()).await?)
+        }),
         Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(sandbox_cmd::SandboxRequest {
             mode: args.sandbox,
             cwd: args.cwd,

@@ -1,5 +1,5 @@
-//! No command outlives deputy: SIGTERM, SIGHUP or SIGINT to `deputy exec` or
-//! `deputy mcp-server` while a command runs stops the turn, kills the command with
+//! No command outlives deputy: SIGTERM, SIGHUP or SIGINT to `deputy exec`,
+//! `deputy mcp-server` or `deputy acp` while a command runs stops the turn, kills the command with
 //! everything it started (sandboxed or not), closes the session and exits with
 //! `128 + signal`.
 //!
@@ -187,6 +187,60 @@ fn mcp_case(sig: i32, sandbox: &str) {
     assert_none_survives(&marker);
     let status = status.unwrap_or_else(|| panic!("deputy mcp-server did not exit"));
     assert_eq!(status.code(), Some(128 + sig), "{status:?}");
+}
+
+/// `deputy acp` runs the sleepers for a prompt; `sig` arrives meanwhile.
+fn acp_case(sig: i32) {
+    let marker = unique_marker("acp");
+    let server = MockModelServer::start();
+    server.push(MockResponse::function_call_turn(
+        "call-sleep",
+        "shell",
+        json!({"command": ["bash", "-c", sleepers(&marker)], "timeout_ms": 120_000}),
+    ));
+    let home = TestHome::new(&server.base_url());
+    let mut command = home.command(DEPUTY);
+    command.arg("acp");
+    let client = StdioClient::spawn(command);
+    let init = client.request("initialize", json!({"protocolVersion": 1}));
+    client.wait_response(init, SOON).unwrap();
+    let new = client.request(
+        "session/new",
+        json!({"cwd": home.workspace(), "mcpServers": []}),
+    );
+    let session = client.wait_response(new, SOON).unwrap()["result"]["sessionId"].clone();
+    client.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep"}]}),
+    );
+    wait_until("both sleepers run", || running(&marker).len() == 2);
+
+    signal(client.pid(), sig);
+    let status = client.wait_exit(SOON);
+
+    assert_none_survives(&marker);
+    let status = status.unwrap_or_else(|| panic!("deputy acp did not exit"));
+    assert_eq!(status.code(), Some(128 + sig), "{status:?}");
+    // Stdout carried protocol messages and nothing else.
+    for line in client.lines() {
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+}
+
+#[test]
+fn sigterm_to_acp_kills_the_command() {
+    acp_case(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_to_acp_kills_the_command() {
+    acp_case(libc::SIGHUP);
+}
+
+#[test]
+fn sigint_to_acp_kills_the_command() {
+    acp_case(libc::SIGINT);
 }
 
 #[test]

@@ -326,15 +326,35 @@ pub async fn drive_review<O: TurnObserver>(
     })
 }
 
-/// The approver of a review turn, which has nothing to ask: should a question come
-/// anyway, it is refused rather than left waiting.
+/// [`drive_turn`] for a compaction of the history (`/compact`): a turn of its own whose
+/// one item is a `context_compaction`. It asks no questions.
+pub async fn drive_compact<O: TurnObserver>(
+    thread: &Arc<Thread>,
+    submission_id: String,
+    replay_after: Option<u64>,
+    observer: &mut O,
+    cancel: &CancellationToken,
+) -> Result<DrivenTurn, ThreadError> {
+    drive(
+        thread,
+        replay_after,
+        |thread| thread.submit_compact(submission_id),
+        Arc::new(Unasked),
+        observer,
+        cancel,
+    )
+    .await
+}
+
+/// The approver of a turn that asks nothing (a review, a compaction): should a question
+/// come anyway, it is refused rather than left waiting.
 struct Unasked;
 
 impl Approver for Unasked {
     fn ask(&self, _request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
         std::future::ready(Answer {
             decision: ReviewDecision::Denied,
-            reason: Some("a review runs without approvals".to_string()),
+            reason: Some("this turn runs without approvals".to_string()),
         })
     }
 }

@@ -90,8 +90,16 @@ fn review_output_schema() -> JsonObject {
             "type": "string"
         }),
     );
-    let required = properties.keys().cloned().map(serde_json::Value::String);
-    schema.insert("required".into(), required.collect());
+    // Sorted here: serde_json keeps insertion order in builds with `preserve_order`.
+    let mut required: Vec<String> = properties.keys().cloned().collect();
+    required.sort();
+    schema.insert(
+        "required".into(),
+        required
+            .into_iter()
+            .map(serde_json::Value::String)
+            .collect(),
+    );
     schema.insert("properties".into(), properties.into());
     schema
 }

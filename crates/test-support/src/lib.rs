@@ -15,7 +15,8 @@
 //!   [`python_with_mcp`] provides a Python with the official MCP SDK,
 //!   [`python312_with_app_server_sdks`] a Python 3.12 with the Python clients of Codex's
 //!   app-server, and [`NodeMcpSdk`] a Node installation of the MCP TypeScript SDK and of
-//!   OpenAI's Codex TypeScript SDK, for interoperability tests.
+//!   OpenAI's Codex TypeScript SDK, for interoperability tests; [`NodeAcp`] the ACP
+//!   TypeScript SDK and Zed's `codex-acp` adapter.
 //! - [`HostileRepository`] is a git repository whose configuration runs programs that
 //!   leave marks outside it, for the tests that prove none of them runs unconfined.
 //! - [`random_input`] feeds the parsers' property tests: mutated samples, random JSON, a
@@ -60,7 +61,9 @@ mod tool_setup;
 pub use bounded_run::run_with_deadline;
 pub use hostile_repository::HostileRepository;
 pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
-pub use node_env::{CODEX_TS_SDK_VERSION, MCP_TS_SDK_VERSION, NodeMcpSdk};
+pub use node_env::{
+    ACP_TS_SDK_VERSION, CODEX_TS_SDK_VERSION, MCP_TS_SDK_VERSION, NodeAcp, NodeMcpSdk,
+};
 pub use process_memory::ProcessMemory;
 pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
 pub use python_sdks::{APP_SERVER_SDK_REQUIREMENTS, PYTHON312_VAR, python312_with_app_server_sdks};

@@ -1,11 +1,11 @@
-//! Node with the official MCP TypeScript SDK and OpenAI's Codex TypeScript SDK
+//! Node with the official MCP and ACP TypeScript SDKs and OpenAI's Codex TypeScript SDK
 //! (`@openai/codex-sdk`), for interoperability tests.
 //!
-//! Both SDKs and everything they depend on are pinned by `node/package-lock.json` and
-//! installed with `npm ci` into `<workspace>/target/test-node` the first time a test
-//! asks; later runs find them there. Optional dependencies are left out: the Codex SDK's
-//! only ones are Codex's own native binaries, which the tests replace with deputy
-//! (`codexPathOverride`).
+//! Each set of packages is pinned by a lockfile beside this crate (`node/` for the MCP and
+//! Codex SDKs, `acp-node/` for ACP and Zed's `codex-acp`) and installed with `npm ci` into
+//! its own directory under `<workspace>/target` the first time a test asks; later runs find
+//! it there. The MCP set leaves optional dependencies out: the Codex SDK's only ones are
+//! Codex's own native binaries, which the tests replace with deputy (`codexPathOverride`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,86 +20,151 @@ pub const MCP_TS_SDK_VERSION: &str = "1.32.2";
 /// The `@openai/codex-sdk` release the `deputy exec` interoperability tests are written against.
 pub const CODEX_TS_SDK_VERSION: &str = "0.163.0";
 
-/// The manifest and lockfile installed, kept beside this crate's sources.
-const PACKAGE_JSON: &str = include_str!("../node/package.json");
-const PACKAGE_LOCK: &str = include_str!("../node/package-lock.json");
-
-/// Where each SDK's `package.json` lands inside the installation, with its version.
-const SDK_MANIFESTS: [(&str, &str); 2] = [
-    (
-        "node_modules/@modelcontextprotocol/sdk/package.json",
-        MCP_TS_SDK_VERSION,
-    ),
-    (
-        "node_modules/@openai/codex-sdk/package.json",
-        CODEX_TS_SDK_VERSION,
-    ),
-];
+/// The ACP TypeScript SDK release the ACP tests are written against.
+pub const ACP_TS_SDK_VERSION: &str = "2.4.0";
 
 /// A copy of the lockfile written once `npm ci` succeeded with it: an installation
 /// cut short never passes for a finished one.
 const INSTALLED_MARKER: &str = "installed-package-lock.json";
 
-/// A directory holding the TypeScript SDKs, where client scripts run.
+/// One pinned set of npm packages, installed into its own directory under `target/`.
+struct Packages {
+    /// The directory under `target/`.
+    dir: &'static str,
+    /// The manifest and lockfile installed, kept beside this crate's sources.
+    package_json: &'static str,
+    package_lock: &'static str,
+    /// The packages whose versions prove the installation, with those versions.
+    packages: &'static [(&'static str, &'static str)],
+    /// Whether npm leaves optional dependencies out.
+    omit_optional: bool,
+}
+
+const MCP_PACKAGES: Packages = Packages {
+    dir: "test-node",
+    package_json: include_str!("../node/package.json"),
+    package_lock: include_str!("../node/package-lock.json"),
+    packages: &[
+        ("@modelcontextprotocol/sdk", MCP_TS_SDK_VERSION),
+        ("@openai/codex-sdk", CODEX_TS_SDK_VERSION),
+    ],
+    omit_optional: true,
+};
+
+const ACP_PACKAGES: Packages = Packages {
+    dir: "test-acp-node",
+    package_json: include_str!("../acp-node/package.json"),
+    package_lock: include_str!("../acp-node/package-lock.json"),
+    packages: &[("@agentclientprotocol/sdk", ACP_TS_SDK_VERSION)],
+    omit_optional: false,
+};
+
+impl Packages {
+    /// `<workspace>/target/<dir>`, installing the packages there if needed.
+    ///
+    /// Safe to call from many test threads and processes at once: installation happens
+    /// under an exclusive lock on `target/<dir>.lock`, and an installation of the
+    /// pinned lockfile is used as it is.
+    fn install(&self) -> Result<PathBuf, String> {
+        let target = workspace_root()?.join("target");
+        let dir = target.join(self.dir);
+        if self.is_installed(&dir) {
+            return Ok(dir);
+        }
+        fs::create_dir_all(&dir)
+            .map_err(|err| format!("could not create {}: {err}", dir.display()))?;
+        let lock_path = target.join(format!("{}.lock", self.dir));
+        let _lock = lock_exclusive(&lock_path)
+            .map_err(|err| format!("could not lock {}: {err}", lock_path.display()))?;
+        // Another process may have finished the installation while this one waited.
+        if self.is_installed(&dir) {
+            return Ok(dir);
+        }
+        for (name, text) in [
+            ("package.json", self.package_json),
+            ("package-lock.json", self.package_lock),
+        ] {
+            let path = dir.join(name);
+            fs::write(&path, text)
+                .map_err(|err| format!("could not write {}: {err}", path.display()))?;
+        }
+        let mut install = Command::new("npm");
+        install
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir);
+        if self.omit_optional {
+            install.arg("--omit=optional");
+        }
+        run(install, "npm ci")?;
+        let marker = dir.join(INSTALLED_MARKER);
+        fs::write(&marker, self.package_lock)
+            .map_err(|err| format!("could not write {}: {err}", marker.display()))?;
+        if self.is_installed(&dir) {
+            Ok(dir)
+        } else {
+            Err(format!(
+                "{} does not hold {:?} even after npm ci",
+                dir.display(),
+                self.packages
+            ))
+        }
+    }
+
+    /// Whether the pinned lockfile is installed in `dir` and every package is there.
+    fn is_installed(&self, dir: &Path) -> bool {
+        let lock_matches = fs::read_to_string(dir.join(INSTALLED_MARKER))
+            .is_ok_and(|installed| installed == self.package_lock);
+        let version = |package: &str| {
+            let manifest = dir.join("node_modules").join(package).join("package.json");
+            fs::read_to_string(manifest)
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+                .and_then(|manifest| manifest["version"].as_str().map(str::to_string))
+        };
+        lock_matches
+            && self
+                .packages
+                .iter()
+                .all(|(package, wanted)| version(package).as_deref() == Some(*wanted))
+    }
+}
+
+/// Copies `script` into `dir`, where its `import`s of the installed packages resolve
+/// (ES modules look for `node_modules` beside the script, not in `NODE_PATH`), and
+/// returns the copy's path to run with `node`.
+fn place_script(dir: &Path, script: &Path) -> Result<PathBuf, String> {
+    let name = script
+        .file_name()
+        .ok_or_else(|| format!("{} names no file", script.display()))?;
+    let text =
+        fs::read(script).map_err(|err| format!("could not read {}: {err}", script.display()))?;
+    let placed = dir.join(name);
+    // Written aside and renamed, so a test running the script never sees half of it;
+    // the aside name is unique to this call, as tests place scripts from many threads.
+    static PLACED: AtomicUsize = AtomicUsize::new(0);
+    let partial = dir.join(format!(
+        ".{}.{}-{}.partial",
+        name.to_string_lossy(),
+        std::process::id(),
+        PLACED.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::write(&partial, text)
+        .and_then(|()| fs::rename(&partial, &placed))
+        .map_err(|err| format!("could not place {}: {err}", placed.display()))?;
+    Ok(placed)
+}
+
+/// A directory holding the MCP TypeScript SDK, where client scripts run.
 #[derive(Debug, Clone)]
 pub struct NodeMcpSdk {
     dir: PathBuf,
 }
 
 impl NodeMcpSdk {
-    /// `<workspace>/target/test-node`, installing the SDKs there if needed.
-    ///
-    /// Safe to call from many test threads and processes at once: installation happens
-    /// under an exclusive lock on `target/test-node.lock`, and an installation of the
-    /// pinned lockfile is used as it is.
+    /// `<workspace>/target/test-node`, installing the SDK there if needed (see
+    /// `node/package-lock.json`); safe to call from many tests at once.
     pub fn install() -> Result<Self, String> {
-        let target = workspace_root()?.join("target");
-        let sdk = Self {
-            dir: target.join("test-node"),
-        };
-        if sdk.is_installed() {
-            return Ok(sdk);
-        }
-        fs::create_dir_all(&sdk.dir)
-            .map_err(|err| format!("could not create {}: {err}", sdk.dir.display()))?;
-        let lock_path = target.join("test-node.lock");
-        let _lock = lock_exclusive(&lock_path)
-            .map_err(|err| format!("could not lock {}: {err}", lock_path.display()))?;
-        // Another process may have finished the installation while this one waited.
-        if sdk.is_installed() {
-            return Ok(sdk);
-        }
-        for (name, text) in [
-            ("package.json", PACKAGE_JSON),
-            ("package-lock.json", PACKAGE_LOCK),
-        ] {
-            let path = sdk.dir.join(name);
-            fs::write(&path, text)
-                .map_err(|err| format!("could not write {}: {err}", path.display()))?;
-        }
-        let mut install = Command::new("npm");
-        install
-            .args([
-                "ci",
-                "--omit=optional",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-            ])
-            .current_dir(&sdk.dir);
-        run(install, "npm ci")?;
-        let marker = sdk.dir.join(INSTALLED_MARKER);
-        fs::write(&marker, PACKAGE_LOCK)
-            .map_err(|err| format!("could not write {}: {err}", marker.display()))?;
-        if sdk.is_installed() {
-            Ok(sdk)
-        } else {
-            Err(format!(
-                "{} does not hold @modelcontextprotocol/sdk {MCP_TS_SDK_VERSION} and \
-                 @openai/codex-sdk {CODEX_TS_SDK_VERSION} even after npm ci",
-                sdk.dir.display()
-            ))
-        }
+        MCP_PACKAGES.install().map(|dir| Self { dir })
     }
 
     /// The installation directory.
@@ -107,45 +172,45 @@ impl NodeMcpSdk {
         &self.dir
     }
 
-    /// Copies `script` into the installation, where its `import`s of the SDK resolve
-    /// (ES modules look for `node_modules` beside the script, not in `NODE_PATH`), and
-    /// returns the copy's path to run with `node`.
+    /// Copies `script` into the installation, where its `import`s of the SDK resolve,
+    /// and returns the copy's path to run with `node`.
     pub fn place_script(&self, script: &Path) -> Result<PathBuf, String> {
-        let name = script
-            .file_name()
-            .ok_or_else(|| format!("{} names no file", script.display()))?;
-        let text = fs::read(script)
-            .map_err(|err| format!("could not read {}: {err}", script.display()))?;
-        let placed = self.dir.join(name);
-        // Written aside and renamed, so a test running the script never sees half of it;
-        // the aside name is unique to this call, as tests place scripts from many threads.
-        static PLACED: AtomicUsize = AtomicUsize::new(0);
-        let partial = self.dir.join(format!(
-            ".{}.{}-{}.partial",
-            name.to_string_lossy(),
-            std::process::id(),
-            PLACED.fetch_add(1, Ordering::Relaxed)
-        ));
-        fs::write(&partial, text)
-            .and_then(|()| fs::rename(&partial, &placed))
-            .map_err(|err| format!("could not place {}: {err}", placed.display()))?;
-        Ok(placed)
+        place_script(&self.dir, script)
+    }
+}
+
+/// A directory holding the ACP TypeScript SDK and Zed's `codex-acp` adapter (its
+/// native Linux x64 build), for the ACP interoperability tests.
+#[derive(Debug, Clone)]
+pub struct NodeAcp {
+    dir: PathBuf,
+}
+
+impl NodeAcp {
+    /// `<workspace>/target/test-acp-node`, installing the packages there if needed (see
+    /// `acp-node/package-lock.json`); safe to call from many tests at once.
+    pub fn install() -> Result<Self, String> {
+        ACP_PACKAGES.install().map(|dir| Self { dir })
     }
 
-    /// Whether the pinned lockfile is installed and both SDKs are there.
-    fn is_installed(&self) -> bool {
-        let lock_matches = fs::read_to_string(self.dir.join(INSTALLED_MARKER))
-            .is_ok_and(|installed| installed == PACKAGE_LOCK);
-        let version = |manifest: &str| {
-            fs::read_to_string(self.dir.join(manifest))
-                .ok()
-                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-                .and_then(|manifest| manifest["version"].as_str().map(str::to_string))
-        };
-        lock_matches
-            && SDK_MANIFESTS
-                .iter()
-                .all(|(manifest, wanted)| version(manifest).as_deref() == Some(*wanted))
+    /// The installation directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Copies `script` into the installation, where its `import`s of the SDK resolve,
+    /// and returns the copy's path to run with `node`.
+    pub fn place_script(&self, script: &Path) -> Result<PathBuf, String> {
+        place_script(&self.dir, script)
+    }
+
+    /// The `codex-acp` binary, when npm installed it (it is published for Linux x64
+    /// among others; npm skips it on other platforms).
+    pub fn codex_acp(&self) -> Option<PathBuf> {
+        let binary = self
+            .dir
+            .join("node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp");
+        binary.is_file().then_some(binary)
     }
 }
 
@@ -154,18 +219,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_manifest_pins_the_version_the_tests_are_written_against() {
-        let manifest: serde_json::Value = serde_json::from_str(PACKAGE_JSON).unwrap();
-        let lock: serde_json::Value = serde_json::from_str(PACKAGE_LOCK).unwrap();
-        for (package, version) in [
-            ("@modelcontextprotocol/sdk", MCP_TS_SDK_VERSION),
-            ("@openai/codex-sdk", CODEX_TS_SDK_VERSION),
-        ] {
-            assert_eq!(manifest["dependencies"][package], version);
-            assert_eq!(
-                lock["packages"][format!("node_modules/{package}")]["version"],
-                version
-            );
+    fn the_manifests_pin_the_versions_the_tests_are_written_against() {
+        for packages in [MCP_PACKAGES, ACP_PACKAGES] {
+            let manifest: serde_json::Value = serde_json::from_str(packages.package_json).unwrap();
+            let lock: serde_json::Value = serde_json::from_str(packages.package_lock).unwrap();
+            for (package, version) in packages.packages {
+                assert_eq!(manifest["dependencies"][package], *version);
+                assert_eq!(
+                    lock["packages"][format!("node_modules/{package}")]["version"],
+                    *version
+                );
+            }
         }
     }
 }

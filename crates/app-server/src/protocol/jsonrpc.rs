@@ -149,6 +149,10 @@ pub struct Rejection {
 
 impl IncomingMessage {
     /// Reads one line. `"jsonrpc"` may be present or not; batches are not supported.
+    #[allow(
+        clippy::result_large_err,
+        reason = "serde_json's `preserve_order` (required by the ACP crates) makes JSON values larger; this error is built once per bad input, not on a hot path"
+    )]
     pub fn parse(line: &[u8]) -> Result<Self, Rejection> {
         let value: Value = serde_json::from_slice(line).map_err(|err| Rejection {
             id: None,
@@ -157,6 +161,10 @@ impl IncomingMessage {
         Self::from_value(value)
     }
 
+    #[allow(
+        clippy::result_large_err,
+        reason = "serde_json's `preserve_order` (required by the ACP crates) makes JSON values larger; this error is built once per bad input, not on a hot path"
+    )]
     fn from_value(value: Value) -> Result<Self, Rejection> {
         let invalid = |id: Option<RequestId>, why: &str| Rejection {
             id,

@@ -105,6 +105,8 @@ pub enum SessionSource {
     /// `deputy app-server`.
     #[serde(rename = "app_server")]
     AppServer,
+    /// `deputy acp`.
+    Acp,
 }
 
 /// Payload of the `session_meta` line: enough to rebuild the thread's configuration.

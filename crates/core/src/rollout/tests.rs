@@ -174,12 +174,14 @@ async fn each_line_carries_a_utc_timestamp_a_type_and_a_payload() {
         .lines()
         .map(|line| {
             let value: serde_json::Value = serde_json::from_str(line).expect("json line");
-            let keys: Vec<&str> = value
+            let mut keys: Vec<&str> = value
                 .as_object()
                 .expect("object")
                 .keys()
                 .map(String::as_str)
                 .collect();
+            // In file order where serde_json keeps it (`preserve_order`), sorted otherwise.
+            keys.sort_unstable();
             assert_eq!(keys, ["payload", "timestamp", "type"]);
             let ts = value["timestamp"].as_str().expect("timestamp");
             assert!(

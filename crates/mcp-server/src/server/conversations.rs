@@ -482,6 +482,10 @@ async fn first_user_message(thread: &Thread) -> Option<String> {
 }
 
 /// Reads a tool's arguments; a failure is the call's `isError` result.
+#[allow(
+    clippy::result_large_err,
+    reason = "serde_json's `preserve_order` (required by the ACP crates) makes JSON values larger; this error is built once per bad input, not on a hot path"
+)]
 fn parse<T: DeserializeOwned>(args: serde_json::Value, tool: &str) -> Result<T, CallToolResult> {
     serde_json::from_value(args)
         .map_err(|err| failure(format!("Invalid arguments for `{tool}`: {err}")))

@@ -1,0 +1,147 @@
+//! Approvals asked of the client: the driver's [`Approver`] for ACP, which sends
+//! `session/request_permission` with the options `allow_once`, `allow_always` (approved
+//! for the rest of the session) and `reject_once`, and reads the answer.
+//!
+//! The driver drops the question once it is no longer wanted (answered elsewhere, the
+//! turn ended or was cancelled, the approval timeout passed); dropping the pending
+//! request makes the SDK send `$/cancel_request` for it.
+
+use std::future::Future;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionId,
+};
+use deputy_core::approval::Answer;
+use deputy_core::driver::{ApprovalRequest, Approver};
+use deputy_protocol::ReviewDecision;
+
+use crate::translate::permission_tool_call;
+
+/// The options offered, with the decision each stands for.
+const OPTIONS: [(&str, &str, PermissionOptionKind, ReviewDecision); 3] = [
+    (
+        "allow_once",
+        "Allow once",
+        PermissionOptionKind::AllowOnce,
+        ReviewDecision::Approved,
+    ),
+    (
+        "allow_always",
+        "Allow for this session",
+        PermissionOptionKind::AllowAlways,
+        ReviewDecision::ApprovedForSession,
+    ),
+    (
+        "reject_once",
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+        ReviewDecision::Denied,
+    ),
+];
+
+/// Asks the client of one session.
+pub(crate) struct ClientApprover {
+    session_id: SessionId,
+    client: ConnectionTo<Client>,
+}
+
+impl ClientApprover {
+    /// An approver asking `client` about session `session_id`'s requests.
+    pub(crate) fn new(session_id: SessionId, client: ConnectionTo<Client>) -> Self {
+        Self { session_id, client }
+    }
+}
+
+impl Approver for ClientApprover {
+    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+        let options = OPTIONS
+            .iter()
+            .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
+            .collect();
+        let asked = RequestPermissionRequest::new(
+            self.session_id.clone(),
+            permission_tool_call(&request),
+            options,
+        );
+        let pending = self.client.send_request(asked).block_task();
+        async move {
+            match pending.await {
+                Ok(response) => decision(&response.outcome),
+                Err(error) => denied(&format!(
+                    "the client answered the permission request with an error ({})",
+                    error.message
+                )),
+            }
+        }
+    }
+}
+
+/// The engine's decision for the client's outcome: an option it offered, else denied.
+fn decision(outcome: &RequestPermissionOutcome) -> Answer {
+    match outcome {
+        RequestPermissionOutcome::Selected(selected) => {
+            match OPTIONS
+                .iter()
+                .find(|(id, ..)| *id == &*selected.option_id.0)
+            {
+                Some((.., decision)) => Answer {
+                    decision: *decision,
+                    reason: None,
+                },
+                None => denied(&format!(
+                    "the client chose `{}`, which was not offered",
+                    selected.option_id
+                )),
+            }
+        }
+        RequestPermissionOutcome::Cancelled => {
+            denied("the client cancelled the permission request")
+        }
+        // A newer outcome this version does not know: not a yes.
+        _ => denied("the client's answer is not one this agent knows"),
+    }
+}
+
+fn denied(reason: &str) -> Answer {
+    Answer {
+        decision: ReviewDecision::Denied,
+        reason: Some(reason.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+
+    use super::*;
+
+    fn selected(option: &str) -> RequestPermissionOutcome {
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option.to_string()))
+    }
+
+    #[test]
+    fn each_offered_option_maps_to_its_decision() {
+        for (option, expected) in [
+            ("allow_once", ReviewDecision::Approved),
+            ("allow_always", ReviewDecision::ApprovedForSession),
+            ("reject_once", ReviewDecision::Denied),
+        ] {
+            assert_eq!(decision(&selected(option)).decision, expected, "{option}");
+        }
+    }
+
+    #[test]
+    fn a_cancelled_or_unknown_answer_declines_with_a_reason() {
+        for outcome in [
+            RequestPermissionOutcome::Cancelled,
+            selected("allow_forever"),
+        ] {
+            let answer = decision(&outcome);
+            assert_eq!(answer.decision, ReviewDecision::Denied, "{outcome:?}");
+            assert!(answer.reason.is_some(), "{outcome:?}");
+        }
+    }
+}
