@@ -177,9 +177,22 @@ fn a_large_diff_is_cut_and_other_events_are_written_as_they_are() {
 /// `line` as another JSON writer might put it: the same object, spaced, keys sorted.
 fn respaced(line: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(line).unwrap();
-    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    let pretty = serde_json::to_string_pretty(&sorted(value)).unwrap();
     let one_line: Vec<&str> = pretty.lines().map(str::trim).collect();
     one_line.join(" ") + "\n"
+}
+
+/// `value` with every object's keys in order (whether or not serde_json keeps insertion order).
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.into_iter().map(|(k, v)| (k, sorted(v))).collect()
+        }
+        serde_json::Value::Array(items) => items.into_iter().map(sorted).collect(),
+        other => other,
+    }
 }
 
 #[test]
