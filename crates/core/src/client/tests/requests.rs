@@ -23,6 +23,7 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
         ResponseItem::FunctionCall {
             id: Some("fc_1".into()),
             name: "shell".into(),
+            namespace: None,
             arguments: "{}".into(),
             call_id: "call_1".into(),
         },
@@ -30,7 +31,10 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
             call_id: "call_1".into(),
             output: "a.txt".into(),
         },
-        ResponseItem::Other,
+        ResponseItem::Other(
+            json!({"type": "web_search_call", "id": "ws_1", "status": "completed",
+            "action": {"type": "search", "query": "rust"}}),
+        ),
         ResponseItem::Message {
             id: Some("msg_1".into()),
             role: "assistant".into(),
@@ -60,6 +64,7 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
                 {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
                 {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "call_1"},
                 {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+                {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "rust"}},
                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "One file."}]},
             ],
             "tools": [{"type": "function", "name": "shell", "description": "Runs a command.", "strict": false,
@@ -78,12 +83,13 @@ async fn chat_request_turns_history_into_messages_with_merged_tool_calls() {
     let call = |id: &str| ResponseItem::FunctionCall {
         id: Some(format!("fc_{id}")),
         name: "shell".into(),
+        namespace: None,
         arguments: format!("{{\"n\":\"{id}\"}}"),
         call_id: id.into(),
     };
     let output = |id: &str| ResponseItem::FunctionCallOutput {
         call_id: id.into(),
-        output: format!("out {id}"),
+        output: format!("out {id}").into(),
     };
     let history = vec![
         ResponseItem::developer_text("sandbox: read-only"),
