@@ -512,6 +512,49 @@ mod tests {
     }
 
     #[test]
+    fn images_go_before_anything_else() {
+        let image_url = format!("data:image/png;base64,{}", "A".repeat(100_000));
+        let mut history = history();
+        history.insert(
+            2,
+            ResponseItem::Message {
+                id: None,
+                role: "user".into(),
+                content: vec![
+                    ContentItem::InputText {
+                        text: "what is this?".into(),
+                    },
+                    ContentItem::InputImage {
+                        image_url: image_url.clone(),
+                    },
+                ],
+            },
+        );
+        history.push(call("c3"));
+        history.push(ResponseItem::FunctionCallOutput {
+            call_id: "c3".into(),
+            output: FunctionOutput::Content(vec![OutputContentItem::InputImage { image_url }]),
+        });
+        // The texts take ~2,100 tokens, each image 1,000: dropping both images fits 2,500.
+        let fitted = fit_summary_request(&history, "summarize", "sys", Some(2_500)).unwrap();
+        assert_eq!(
+            (
+                fitted.dropped_images,
+                fitted.dropped_outputs,
+                fitted.dropped_items
+            ),
+            (2, 0, 0)
+        );
+        let images = fitted
+            .input
+            .iter()
+            .flat_map(context_window::image_urls)
+            .count();
+        assert_eq!(images, 0);
+        assert!(texts(&fitted.input).contains(&format!("what is this?{DROPPED_IMAGE}")));
+    }
+
+    #[test]
     fn then_the_oldest_items_but_never_the_context_or_the_task() {
         let fitted = fit_summary_request(&history(), "summarize", "sys", Some(120)).unwrap();
         let texts = texts(&fitted.input);

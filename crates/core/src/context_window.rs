@@ -149,6 +149,30 @@ mod tests {
     }
 
     #[test]
+    fn an_image_counts_as_a_thousand_tokens_in_a_message_or_a_tool_output() {
+        use deputy_protocol::{FunctionOutput, OutputContentItem};
+        let image_url = format!("data:image/png;base64,{}", "A".repeat(1_000_000));
+        let message = ResponseItem::Message {
+            id: None,
+            role: "user".into(),
+            content: vec![ContentItem::InputImage {
+                image_url: image_url.clone(),
+            }],
+        };
+        let output = ResponseItem::FunctionCallOutput {
+            call_id: "c".into(),
+            output: FunctionOutput::Content(vec![OutputContentItem::InputImage { image_url }]),
+        };
+        for item in [message, output] {
+            let tokens = tokens_for_bytes(item_bytes(&item));
+            assert!(
+                (1_000..1_100).contains(&tokens),
+                "{tokens} tokens for {item:.80?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_usage_of_zeros_is_no_usage() {
         assert_eq!(UsageMark::from_usage(&TokenUsage::default(), 3), None);
         let usage = TokenUsage {
