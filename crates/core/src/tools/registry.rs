@@ -180,11 +180,15 @@ const IMAGE_OMITTED: &str = "[an image was left out: this model does not take im
 impl ToolRegistry {
     /// A registry offering nothing yet, for a model of `family`.
     pub(crate) fn new(family: &ModelFamily) -> Self {
+        Self::with_images(family.images)
+    }
+
+    fn with_images(images: bool) -> Self {
         Self {
             offered: Vec::new(),
             handlers: Vec::new(),
             by_name: HashMap::new(),
-            images: family.images,
+            images,
         }
     }
 
@@ -359,7 +363,7 @@ impl ThreadTools {
     pub(crate) fn add(&self, handler: Arc<dyn ToolHandler>) -> Result<(), ToolRegistryError> {
         let mut added = lock(&self.added);
         // A registry of the added handlers alone checks their names as a turn's would.
-        let mut check = ToolRegistry::new(&ModelFamily::builtin(""));
+        let mut check = ToolRegistry::with_images(false);
         for existing in added.iter().chain([&handler]) {
             check.register(existing.clone())?;
         }
