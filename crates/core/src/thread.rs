@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
-    InputItem, Op, ResponseItem, ReviewRequest, Submission, ThreadEvent, ThreadEventMsg,
-    TokenUsage, TurnAbortReason, TurnOverrides, WarningEvent,
+    FunctionOutput, InputItem, Op, ResponseItem, ReviewRequest, Submission, ThreadEvent,
+    ThreadEventMsg, TokenUsage, ToolCallKind, TurnAbortReason, TurnOverrides, WarningEvent,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::context_window::UsageMark;
 use crate::event_log::{EventLog, Subscription};
 use crate::rollout::{CompactedRecord, RolloutRecorder, TurnContextRecord};
+use crate::tools::{ThreadTools, ToolHandler, ToolRegistryError, ToolState};
 use crate::turn::{TurnKind, TurnStart};
 use crate::turn_clock::TurnClock;
 
@@ -57,6 +58,8 @@ pub struct Thread {
     submit_tx: mpsc::UnboundedSender<Submission>,
     log: Arc<EventLog>,
     next_submission: AtomicU64,
+    /// The handlers added to the thread at run time (shared with its session).
+    tools: Arc<ThreadTools>,
 }
 
 impl Thread {
@@ -215,6 +218,16 @@ impl Thread {
         })
     }
 
+    /// Offers the model another tool from the thread's next turn on; a name another
+    /// added tool has is refused.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "a seam: no run-time tool exists yet")
+    )]
+    pub(crate) fn add_tool(&self, handler: Arc<dyn ToolHandler>) -> Result<(), ToolRegistryError> {
+        self.tools.add(handler)
+    }
+
     /// Whether nothing is going on: no turn running or queued, nobody subscribed.
     pub(crate) fn is_idle(&self) -> bool {
         !self.is_busy() && self.log.subscriber_count() == 0
@@ -286,6 +299,14 @@ pub(crate) struct Session {
     pub(crate) usage_mark: Mutex<Option<UsageMark>>,
     /// Where the thread is persisted, when it is.
     pub(crate) rollout: Option<RolloutRecorder>,
+    /// The handlers added to the thread at run time, beside the built-in tools.
+    pub(crate) tools: Arc<ThreadTools>,
+    /// What the thread's tools keep between calls; dropped with the session.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
+    )]
+    pub(crate) tool_state: ToolState,
 }
 
 impl Session {
@@ -302,6 +323,17 @@ impl Session {
         if let Some(rollout) = &self.rollout {
             rollout.record_items(&history[start..]);
         }
+    }
+
+    /// Records `output` as the answer to call `call_id`, in the form its call needs (a
+    /// function call's output, or a freeform tool call's).
+    pub(crate) fn record_call_output(&self, call_id: String, output: FunctionOutput) {
+        let kind = lock(&self.history)
+            .iter()
+            .rev()
+            .find_map(|item| item.tool_call().filter(|(id, _)| *id == call_id))
+            .map_or(ToolCallKind::Function, |(_, kind)| kind);
+        self.record([kind.output(call_id, output)]);
     }
 
     /// Replaces the whole history with a compacted one ending in `summary`, and
@@ -472,7 +504,10 @@ fn spawn(
         config: start.config,
         client: start.client,
     }));
+    let tools = Arc::new(ThreadTools::default());
     let session = Arc::new(Session {
+        tools: tools.clone(),
+        tool_state: ToolState::default(),
         approvals: ApprovalGate::new(),
         settings: settings.clone(),
         log: log.clone(),
@@ -487,6 +522,7 @@ fn spawn(
         submit_tx,
         log,
         next_submission: AtomicU64::new(1),
+        tools,
     });
     announce(&thread);
     tokio::spawn(async move {

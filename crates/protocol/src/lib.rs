@@ -10,16 +10,19 @@
 
 mod config_types;
 mod events;
+mod function_output;
 mod items;
 mod legacy;
 mod models;
 mod ops;
+mod response_item_de;
 mod review;
 mod tagged;
 mod thread_events;
 
 pub use config_types::*;
 pub use events::*;
+pub use function_output::*;
 pub use items::*;
 pub use legacy::legacy_events;
 pub use models::*;

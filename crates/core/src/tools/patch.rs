@@ -10,8 +10,8 @@ use deputy_apply_patch::{
 };
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalResolvedEvent, FileChange, FileChangeItem,
-    PatchApplyStatus, PatchApprovalRequest, ResponseItem, ReviewDecision, ThreadEventMsg,
-    ThreadItem, TurnDiffEvent, WarningEvent,
+    PatchApplyStatus, PatchApprovalRequest, ReviewDecision, ThreadEventMsg, ThreadItem,
+    TurnDiffEvent, WarningEvent,
 };
 use tokio::sync::watch;
 
@@ -204,10 +204,8 @@ pub(crate) async fn finish_interrupted(ctx: &TurnContext) {
             told
         }
     };
-    ctx.session.record([ResponseItem::FunctionCallOutput {
-        call_id: in_flight.call_id,
-        output,
-    }]);
+    ctx.session
+        .record_call_output(in_flight.call_id, output.into());
 }
 
 async fn wait_written(
