@@ -138,6 +138,12 @@ impl PrivateTmpSlot {
         }
     }
 
+    /// The directory, when a command has already created it.
+    pub(crate) fn existing(&self) -> Option<PathBuf> {
+        let dir = self.dir.lock().unwrap_or_else(PoisonError::into_inner);
+        dir.as_ref().map(|existing| existing.path().to_path_buf())
+    }
+
     /// The directory, created (mode 0700) on first use.
     fn path(&self) -> Result<PathBuf, String> {
         let mut dir = self.dir.lock().unwrap_or_else(PoisonError::into_inner);

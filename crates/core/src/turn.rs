@@ -20,9 +20,8 @@ use crate::compact::{self, CompactTrigger};
 use crate::config::Config;
 use crate::context_window;
 use crate::instructions;
-use crate::model_family::ModelFamily;
 use crate::thread::{Session, lock};
-use crate::tools::{self, PatchInFlight, ToolCall, ToolRegistry, TurnDiffTracker};
+use crate::tools::{self, PatchInFlight, ToolCall, TurnDiffTracker};
 use crate::turn_clock::TurnClock;
 use crate::user_input;
 
@@ -317,10 +316,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
 
 async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
     let config = &ctx.config;
-    let family = ModelFamily::for_config(config);
-    let tools = ToolRegistry::for_turn(&family, &ctx.session.tools);
-    let tool_specs = tools.specs();
-    let instructions = family.base_instructions.into_owned();
+    let (tools, base) = crate::request::for_turn(ctx);
     let compact_limit = config.auto_compact_token_limit();
     let mut last_agent_message = None;
     // At most one compaction between two model responses: a history that does not
@@ -328,12 +324,9 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
     let mut just_compacted = false;
     loop {
         let prompt = Prompt {
-            instructions: instructions.clone(),
             input: ctx.session.history_snapshot(),
-            tools: tool_specs.clone(),
-            parallel_tool_calls: family.parallel_tool_calls,
             output_schema: ctx.output_schema.clone(),
-            reasoning_effort: config.model_reasoning_effort.clone(),
+            ..base.clone()
         };
         if let Some(limit) = compact_limit
             && !just_compacted

@@ -60,6 +60,31 @@ impl ModelClient {
         &self.model
     }
 
+    /// The JSON body a request for `prompt` carries.
+    pub fn request_body(&self, prompt: &Prompt) -> Value {
+        match self.provider.wire_api {
+            WireApi::Responses => responses::request_body(&self.model, prompt),
+            WireApi::Chat => chat::request_body(&self.model, prompt),
+        }
+    }
+
+    /// Where requests go and the headers they carry (the API key's, when there is one,
+    /// included), for showing them: nothing is sent.
+    pub fn request_head(&self) -> (String, Vec<(String, String)>) {
+        let mut headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_string(), value)
+            })
+            .collect();
+        if let Ok(Some(key)) = self.provider.api_key() {
+            headers.push((AUTHORIZATION.as_str().to_string(), format!("Bearer {key}")));
+        }
+        (self.endpoint.to_string(), headers)
+    }
+
     /// Sends one request and returns the event stream.
     ///
     /// Connect errors, 429 and 5xx are retried up to the provider's
@@ -77,11 +102,7 @@ impl ModelClient {
             })?;
             headers.insert(AUTHORIZATION, value);
         }
-        let body = match self.provider.wire_api {
-            WireApi::Responses => responses::request_body(&self.model, prompt),
-            WireApi::Chat => chat::request_body(&self.model, prompt),
-        };
-        let body = body.to_string().into_bytes();
+        let body = self.request_body(prompt).to_string().into_bytes();
         let max_retries = self.provider.request_max_retries();
         let idle = self.provider.stream_idle_timeout();
 

@@ -8,6 +8,7 @@ pub mod patch_journal;
 mod registry;
 mod shell;
 mod spec;
+mod view_image;
 
 pub(crate) use diff::TurnDiffTracker;
 pub(crate) use patch::{PatchInFlight, finish_interrupted as finish_interrupted_patch};

@@ -1,0 +1,160 @@
+//! deputy's system instructions, put together for the tools a model is actually offered:
+//! how to work, then one section per tool it has (and none for a tool it lacks), the
+//! patch format with a worked example when it may edit, sandbox and approval semantics,
+//! AGENTS.md precedence, checking, progress messages and the final answer.
+//!
+//! Tool names are always written in backticks, so that a test can tell which tools the
+//! text names: it fails when the instructions name a tool that is not offered, or when an
+//! offered tool is never explained.
+
+use crate::client::{HostedTool, ToolSpec};
+use crate::tools::names;
+
+const INTRO: &str = include_str!("prompts/base/intro.md");
+const TOOLS: &str = include_str!("prompts/base/tools_intro.md");
+const SHELL: &str = include_str!("prompts/base/shell.md");
+const SHELL_COMMAND: &str = include_str!("prompts/base/shell_command.md");
+const APPLY_PATCH_FREEFORM: &str = include_str!("prompts/base/apply_patch_freeform.md");
+const APPLY_PATCH_FUNCTION: &str = include_str!("prompts/base/apply_patch_function.md");
+const PATCH_FORMAT: &str = include_str!("prompts/base/patch_format.md");
+const UPDATE_PLAN: &str = include_str!("prompts/base/update_plan.md");
+const VIEW_IMAGE: &str = include_str!("prompts/base/view_image.md");
+const WEB_SEARCH: &str = include_str!("prompts/base/web_search.md");
+const SANDBOX: &str = include_str!("prompts/base/sandbox.md");
+const PROJECT_DOCS: &str = include_str!("prompts/base/project_docs.md");
+const FINISHING: &str = include_str!("prompts/base/finishing.md");
+
+/// deputy's instructions for a model offered `tools` (in the order they are offered).
+pub(crate) fn for_tools(tools: &[ToolSpec]) -> String {
+    let offered = |name: &str| tools.iter().any(|tool| tool.name() == Some(name));
+    let mut sections: Vec<&str> = vec![INTRO, TOOLS];
+    if offered(names::SHELL) {
+        sections.push(SHELL);
+    }
+    if offered(names::SHELL_COMMAND) {
+        sections.push(SHELL_COMMAND);
+    }
+    match tools
+        .iter()
+        .find(|tool| tool.name() == Some(names::APPLY_PATCH))
+    {
+        Some(ToolSpec::Freeform(_)) => sections.extend([APPLY_PATCH_FREEFORM, PATCH_FORMAT]),
+        Some(_) => sections.extend([APPLY_PATCH_FUNCTION, PATCH_FORMAT]),
+        None => {}
+    }
+    if offered(names::UPDATE_PLAN) {
+        sections.push(UPDATE_PLAN);
+    }
+    if offered(names::VIEW_IMAGE) {
+        sections.push(VIEW_IMAGE);
+    }
+    if tools
+        .iter()
+        .any(|tool| matches!(tool, ToolSpec::Hosted(HostedTool::WebSearch { .. })))
+    {
+        sections.push(WEB_SEARCH);
+    }
+    sections.extend([SANDBOX, PROJECT_DOCS, FINISHING]);
+    sections
+        .iter()
+        .map(|section| section.trim_end())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, ConfigLayers, WebSearchMode};
+    use crate::model_family::ModelFamily;
+    use crate::tools::{ThreadTools, ToolRegistry};
+
+    /// Every tool deputy can offer by itself, by the name the model calls it.
+    const ALL_TOOLS: &[&str] = &[
+        names::SHELL,
+        names::SHELL_COMMAND,
+        names::APPLY_PATCH,
+        names::UPDATE_PLAN,
+        names::VIEW_IMAGE,
+        names::WEB_SEARCH,
+    ];
+
+    fn config(model: &str, web_search: WebSearchMode, plan: bool) -> Config {
+        let home = tempfile::tempdir().unwrap();
+        let mut config = ConfigLayers::new(home.path().to_path_buf()).load().unwrap();
+        config.model = model.into();
+        config.web_search = web_search;
+        config.include_plan_tool = plan;
+        config
+    }
+
+    /// The names of what `tools` offers (a hosted web search by its tool name).
+    fn offered_names(tools: &[ToolSpec]) -> Vec<&'static str> {
+        ALL_TOOLS
+            .iter()
+            .copied()
+            .filter(|name| {
+                tools.iter().any(|tool| match tool {
+                    ToolSpec::Hosted(HostedTool::WebSearch { .. }) => *name == names::WEB_SEARCH,
+                    other => other.name() == Some(*name),
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_instructions_explain_exactly_the_tools_offered_in_every_family() {
+        let models = [
+            "gpt-5-codex",
+            "gpt-5.1",
+            "gpt-oss-20b",
+            "o3",
+            "gpt-4o",
+            "qwen2.5-coder:7b",
+            "mock-model",
+        ];
+        for model in models {
+            for web_search in [WebSearchMode::Disabled, WebSearchMode::Live] {
+                for plan in [true, false] {
+                    let config = config(model, web_search, plan);
+                    let family = ModelFamily::for_config(&config);
+                    let tools = ToolRegistry::for_turn(&family, &ThreadTools::default()).specs();
+                    let text = for_tools(&tools);
+                    let offered = offered_names(&tools);
+                    for name in ALL_TOOLS {
+                        let named = text.match_indices(&format!("`{name}")).any(|(at, m)| {
+                            matches!(text[at + m.len()..].chars().next(), Some('`' | ' '))
+                        });
+                        let case = format!("{model}, web search {web_search:?}, plan {plan}");
+                        if offered.contains(name) {
+                            assert!(named, "{case}: `{name}` is offered but never explained");
+                        } else {
+                            assert!(!named, "{case}: the instructions name `{name}`, not offered");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_patch_format_is_taught_with_its_worked_example_whenever_apply_patch_is_offered() {
+        let tools = ToolRegistry::for_turn(
+            &ModelFamily::builtin("gpt-5-codex"),
+            &ThreadTools::default(),
+        )
+        .specs();
+        let text = for_tools(&tools);
+        let example_start = text.find("*** Begin Patch\n*** Update File").unwrap();
+        let example = &text[example_start..];
+        let example = &example[..example.find("*** End Patch").unwrap() + "*** End Patch".len()];
+        // The example is a patch deputy itself reads.
+        deputy_apply_patch::parse_patch(example).unwrap();
+        assert!(text.contains("plain text (not JSON)"));
+        let function = for_tools(
+            &ToolRegistry::for_turn(&ModelFamily::builtin("gpt-4o"), &ThreadTools::default())
+                .specs(),
+        );
+        assert!(function.contains("`apply_patch {input}`"));
+    }
+}
