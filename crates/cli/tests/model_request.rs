@@ -1,0 +1,162 @@
+//! What the model is sent, on the real binary against the mock model: the request fields
+//! that keep a reasoning model's state and the provider's cache (its encrypted reasoning
+//! sent back unchanged within a turn, in later turns and after a restart), the first
+//! request `deputy debug model-request` shows, and the tools each family is offered
+//! compared with the request Codex 0.125 sends.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Finished, exec};
+use deputy_test_support::{MockModelServer, MockResponse, RecordedRequest, SseEvent, TestHome, responses};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// How long a test waits for the requests a finished run made.
+const SOON: Duration = Duration::from_secs(30);
+
+/// Encrypted reasoning as a provider sends it: opaque base64, with the characters JSON
+/// and URL encodings like to touch.
+const ENCRYPTED: &str = "gAAAAABo+/x9Qm1lZ2Fw\u{2028}ZXJzL3NhZmU=/+==";
+
+/// The reasoning item the model sends with its first response.
+fn reasoning_item() -> Value {
+    json!({
+        "type": "reasoning",
+        "id": "rs_0a1b2c",
+        "summary": [{"type": "summary_text", "text": "**Listing** the files first."}],
+        "content": [{"type": "reasoning_text", "text": "ls shows what is there"}],
+        "encrypted_content": ENCRYPTED,
+    })
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// The thread id of an `exec --json-events` run.
+fn session_id(run: &Finished) -> String {
+    json_lines(&run.stdout)
+        .into_iter()
+        .find(|event| event["type"] == "session_configured")
+        .and_then(|event| event["session_id"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no session_configured in {}", run.stdout))
+}
+
+fn requests(server: &MockModelServer, n: usize) -> Vec<RecordedRequest> {
+    let requests = server
+        .wait_for_requests(n, SOON)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(requests.len(), n, "unexpected extra model requests");
+    requests
+}
+
+/// The reasoning items of a request's input.
+fn reasoning_in(request: &RecordedRequest) -> Vec<Value> {
+    request.body["input"]
+        .as_array()
+        .expect("an input array")
+        .iter()
+        .filter(|item| item["type"] == "reasoning")
+        .cloned()
+        .collect()
+}
+
+/// How many times the request's raw bytes hold the encrypted reasoning exactly as the
+/// model's stream carried it.
+fn encrypted_copies(request: &RecordedRequest) -> usize {
+    let as_streamed = format!(
+        "\"encrypted_content\":{}",
+        serde_json::to_string(ENCRYPTED).unwrap()
+    );
+    request.raw_body.matches(&as_streamed).count()
+}
+
+#[test]
+fn encrypted_reasoning_goes_back_unchanged_within_a_turn_in_the_next_turn_and_after_a_restart() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    server.push_all([
+        MockResponse::sse(vec![
+            responses::created("r1"),
+            responses::reasoning_delta("**Listing** the files first."),
+            SseEvent::new("response.output_item.done", json!({"item": reasoning_item()})),
+            responses::function_call("call-1", "shell_command", r#"{"command":"echo hi"}"#),
+            responses::completed("r1"),
+        ]),
+        MockResponse::text_turn("It printed hi."),
+        MockResponse::text_turn("Bye."),
+    ]);
+    let first = exec(&home, &["--json-events", "-m", "gpt-5-codex", "run echo"]);
+    first.assert_code(0);
+    let id = session_id(&first);
+    // A new process: the reasoning can only come from the rollout.
+    let resumed = exec(
+        &home,
+        &["resume", "--json-events", "-m", "gpt-5-codex", &id, "thanks"],
+    );
+    resumed.assert_code(0);
+
+    let requests = requests(&server, 3);
+    let asked = &requests[0].body;
+    assert_eq!(asked["store"], false);
+    assert_eq!(asked["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(asked["reasoning"]["summary"], "auto");
+    assert_eq!(asked["prompt_cache_key"], id.as_str());
+    assert!(reasoning_in(&requests[0]).is_empty());
+
+    // The item as the model sent it, less the id a `store: false` server would not know.
+    let mut sent_back = reasoning_item();
+    sent_back.as_object_mut().unwrap().remove("id");
+    for (n, request) in requests.iter().enumerate().skip(1) {
+        assert_eq!(reasoning_in(request), [sent_back.clone()], "request {}", n + 1);
+        assert_eq!(encrypted_copies(request), 1, "request {}", n + 1);
+        assert_eq!(request.body["prompt_cache_key"], id.as_str());
+        assert_eq!(request.body["include"], json!(["reasoning.encrypted_content"]));
+    }
+    // In its place: after the user's prompt, before the call it led to.
+    let kinds: Vec<&str> = requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["type"].as_str())
+        .collect();
+    let at = kinds.iter().position(|kind| *kind == "reasoning").unwrap();
+    assert_eq!(kinds[at + 1..], ["function_call", "function_call_output"]);
+}
+
+#[test]
+fn a_model_that_does_not_reason_is_asked_for_no_reasoning_but_still_caches_by_thread() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    server.push(MockResponse::text_turn("Hi."));
+    let run = exec(
+        &home,
+        &[
+            "--json-events",
+            "-c",
+            "model_verbosity=\"low\"",
+            "-c",
+            "model_reasoning_effort=\"high\"",
+            "hello",
+        ],
+    );
+    run.assert_code(0);
+    let body = &requests(&server, 1)[0].body;
+    assert_eq!(body["prompt_cache_key"], session_id(&run).as_str());
+    assert_eq!(body.get("include"), None);
+    // The effort is the user's explicit wish; no summary is asked of a model that has none.
+    assert_eq!(body["reasoning"], json!({"effort": "high"}));
+    assert_eq!(body["text"], json!({"verbosity": "low"}));
+}
