@@ -9,6 +9,8 @@ use deputy_protocol::{ReviewDecision, SandboxMode};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::sync::lock;
+
 /// A decision, with the reason when nobody actually decided (timeout, client unable to ask…).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
@@ -115,14 +117,6 @@ impl PendingApproval {
             () = cancel.cancelled() => std::future::pending().await,
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding these locks cannot leave the maps inconsistent
-    // (single insert/remove), so a poisoned lock is still usable.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

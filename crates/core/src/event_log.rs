@@ -16,7 +16,7 @@ use deputy_protocol::{ThreadEvent, ThreadEventMsg};
 use tokio::sync::mpsc;
 
 use crate::rollout::{EventReplay, RolloutRecorder};
-use crate::thread::lock;
+use crate::sync::lock;
 
 /// Events a subscriber may have pending before it counts as lagging.
 pub const SUBSCRIBER_BUFFER: usize = 4096;

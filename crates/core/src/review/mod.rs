@@ -27,21 +27,23 @@ pub use output::parse_review_output;
 
 use crate::client::ModelClient;
 use crate::config::Config;
+use crate::context::{Session, new_item_id};
 use crate::rollout::{RolloutRecorder, SessionMeta, SessionSource};
-use crate::thread::{Session, Thread, ThreadStart, spawn_thread};
-use crate::turn::new_item_id;
+use crate::thread::{SpawnThread, Thread, ThreadStart};
 use crate::turn_clock::TurnClock;
 
 /// The reviewer's instructions.
 pub const REVIEW_PROMPT: &str = include_str!("review_prompt.md");
 
-/// Runs review turn `turn_id`, emitting exactly one turn-ending event.
+/// Runs review turn `turn_id`, emitting exactly one turn-ending event; the reviewer's
+/// thread is started with `spawn`.
 pub(crate) async fn run_review(
     session: Arc<Session>,
     submission_id: String,
     turn_id: String,
     request: ReviewRequest,
     cancel: CancellationToken,
+    spawn: SpawnThread,
 ) {
     let publish = |msg| session.log.publish(Some(&turn_id), &submission_id, msg);
     let config = match session.settings_for_turn(None) {
@@ -75,7 +77,7 @@ pub(crate) async fn run_review(
     // Dropping the review on cancellation drops the reviewer's handle, which stops its
     // turn and kills its commands.
     let result = tokio::select! {
-        result = review(&session, &config, &turn_id, &submission_id, &request) => Some(result),
+        result = review(&session, &config, &turn_id, &submission_id, &request, spawn) => Some(result),
         () = cancel.cancelled() => None,
     };
     let (output, rendered) = match &result {
@@ -116,6 +118,7 @@ async fn review(
     turn_id: &str,
     submission_id: &str,
     request: &ReviewRequest,
+    spawn: SpawnThread,
 ) -> Result<ReviewOutputEvent, String> {
     let material = collect(
         &config.cwd,
@@ -129,7 +132,7 @@ async fn review(
     if !custom && material.diff.trim().is_empty() && material.files.trim().is_empty() {
         return Ok(ReviewOutputEvent::nothing_to_review(&material.description));
     }
-    let reviewer = start_reviewer(session, config, request)?;
+    let reviewer = start_reviewer(session, config, request, spawn)?;
     let mut events = reviewer.subscribe(0);
     let reviewer_turn = reviewer
         .submit_turn(
@@ -202,6 +205,7 @@ fn start_reviewer(
     session: &Session,
     config: &Config,
     request: &ReviewRequest,
+    spawn: SpawnThread,
 ) -> Result<Arc<Thread>, String> {
     let mut reviewer = config.clone();
     reviewer.model = request
@@ -222,7 +226,7 @@ fn start_reviewer(
     meta.parent_thread_id = Some(session.log.thread_id().to_string());
     let rollout = RolloutRecorder::create(&reviewer.deputy_home, &meta, &[])
         .map_err(|e| format!("cannot create the reviewer's session file: {e}"))?;
-    Ok(spawn_thread(ThreadStart {
+    Ok(spawn(ThreadStart {
         id,
         config: Arc::new(reviewer),
         client,

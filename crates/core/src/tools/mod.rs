@@ -1,8 +1,6 @@
 //! The tools the model can call, and the dispatch from a function call to its handler.
 
-mod diff;
 mod patch;
-pub mod patch_journal;
 mod shell;
 mod spec;
 
@@ -11,14 +9,13 @@ use std::path::PathBuf;
 use deputy_protocol::UpdatePlanArgs;
 use serde::de::DeserializeOwned;
 
-pub(crate) use diff::TurnDiffTracker;
-pub(crate) use patch::{PatchInFlight, finish_interrupted as finish_interrupted_patch};
+pub(crate) use patch::finish_interrupted as finish_interrupted_patch;
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
     tool_specs,
 };
 
-use crate::turn::{TurnContext, TurnStop};
+use crate::context::{TurnContext, TurnStop};
 
 /// Runs one function call and returns the text the model reads back.
 /// Only an `abort` approval stops the turn; every other failure is output.

@@ -15,11 +15,11 @@ use deputy_protocol::{
 };
 use tokio::sync::watch;
 
+use crate::context::{PatchInFlight, TurnContext, TurnStop, new_item_id};
+use crate::patch_journal;
 use crate::safety::{PatchAssessment, WritableRoots, assess_patch};
 use crate::sandboxing;
-use crate::thread::lock;
-use crate::tools::patch_journal;
-use crate::turn::{TurnContext, TurnStop, new_item_id};
+use crate::sync::lock;
 
 /// Applies a patch under the session's policies and returns the model's text.
 pub(super) async fn apply(
@@ -165,13 +165,6 @@ pub(super) async fn apply(
     let result = wait_written(&mut written).await;
     lock(&ctx.patch_in_flight).take();
     Ok(report(ctx, item, result))
-}
-
-/// A patch being written while its turn runs.
-pub(crate) struct PatchInFlight {
-    item: FileChangeItem,
-    call_id: String,
-    written: watch::Receiver<Option<Result<String, String>>>,
 }
 
 /// How long a stopped turn waits for its patch to be written.

@@ -11,10 +11,10 @@ use deputy_protocol::{
 
 use crate::approval::CommandApproval;
 use crate::command_safety::{known_safety, parse_command};
+use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::exec::{ExecError, ExecRequest, format_exec_output, run_command};
 use crate::safety::{ExecAssessment, ExecRequestFacts, assess_exec, offer_unsandboxed_retry};
 use crate::sandboxing;
-use crate::turn::{TurnContext, TurnStop, new_item_id};
 
 /// A command the model asked for.
 pub(super) struct ShellRequest<'a> {
