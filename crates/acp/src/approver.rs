@@ -16,29 +16,29 @@ use agent_client_protocol::v1::schema::{
 };
 use deputy_core::approval::Answer;
 use deputy_core::driver::{ApprovalRequest, Approver};
-use deputy_protocol::ReviewDecision;
+use deputy_protocol::ApprovalDecision;
 
 use crate::translate::permission_tool_call;
 
 /// The options offered, with the decision each stands for.
-const OPTIONS: [(&str, &str, PermissionOptionKind, ReviewDecision); 3] = [
+const OPTIONS: [(&str, &str, PermissionOptionKind, ApprovalDecision); 3] = [
     (
         "allow_once",
         "Allow once",
         PermissionOptionKind::AllowOnce,
-        ReviewDecision::Approved,
+        ApprovalDecision::Approved,
     ),
     (
         "allow_always",
         "Allow for this session",
         PermissionOptionKind::AllowAlways,
-        ReviewDecision::ApprovedForSession,
+        ApprovalDecision::ApprovedForSession,
     ),
     (
         "reject_once",
         "Reject",
         PermissionOptionKind::RejectOnce,
-        ReviewDecision::Denied,
+        ApprovalDecision::Denied,
     ),
 ];
 
@@ -107,7 +107,7 @@ fn decision(outcome: &RequestPermissionOutcome) -> Answer {
 
 fn denied(reason: &str) -> Answer {
     Answer {
-        decision: ReviewDecision::Denied,
+        decision: ApprovalDecision::Denied,
         reason: Some(reason.to_string()),
     }
 }
@@ -125,9 +125,9 @@ mod tests {
     #[test]
     fn each_offered_option_maps_to_its_decision() {
         for (option, expected) in [
-            ("allow_once", ReviewDecision::Approved),
-            ("allow_always", ReviewDecision::ApprovedForSession),
-            ("reject_once", ReviewDecision::Denied),
+            ("allow_once", ApprovalDecision::Approved),
+            ("allow_always", ApprovalDecision::ApprovedForSession),
+            ("reject_once", ApprovalDecision::Denied),
         ] {
             assert_eq!(decision(&selected(option)).decision, expected, "{option}");
         }
@@ -140,7 +140,7 @@ mod tests {
             selected("allow_forever"),
         ] {
             let answer = decision(&outcome);
-            assert_eq!(answer.decision, ReviewDecision::Denied, "{outcome:?}");
+            assert_eq!(answer.decision, ApprovalDecision::Denied, "{outcome:?}");
             assert!(answer.reason.is_some(), "{outcome:?}");
         }
     }

@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use deputy_core::approval::Answer;
 use deputy_core::driver::{ApprovalKind, ApprovalRequest, Approver};
-use deputy_protocol::ReviewDecision;
+use deputy_protocol::ApprovalDecision as Decision;
 use tokio::sync::oneshot;
 
 use crate::outgoing::ClientReply;
@@ -112,7 +112,7 @@ impl Approver for ClientApprover {
                     };
                     match decision {
                         Ok(decision) => Answer {
-                            decision: review_decision(decision),
+                            decision: engine_decision(decision),
                             reason: None,
                         },
                         Err(err) => {
@@ -132,18 +132,18 @@ impl Approver for ClientApprover {
 
 fn denied(reason: &str) -> Answer {
     Answer {
-        decision: ReviewDecision::Denied,
+        decision: Decision::Denied,
         reason: Some(reason.to_string()),
     }
 }
 
 /// The engine's decision for the client's.
-pub(crate) fn review_decision(decision: ApprovalDecision) -> ReviewDecision {
+pub(crate) fn engine_decision(decision: ApprovalDecision) -> Decision {
     match decision {
-        ApprovalDecision::Accept => ReviewDecision::Approved,
-        ApprovalDecision::AcceptForSession => ReviewDecision::ApprovedForSession,
-        ApprovalDecision::Decline => ReviewDecision::Denied,
-        ApprovalDecision::Cancel => ReviewDecision::Abort,
+        ApprovalDecision::Accept => Decision::Approved,
+        ApprovalDecision::AcceptForSession => Decision::ApprovedForSession,
+        ApprovalDecision::Decline => Decision::Denied,
+        ApprovalDecision::Cancel => Decision::Abort,
     }
 }
 
@@ -184,10 +184,10 @@ mod tests {
     #[tokio::test]
     async fn each_decision_maps_to_the_engine_decision() {
         for (decision, expected) in [
-            ("accept", ReviewDecision::Approved),
-            ("acceptForSession", ReviewDecision::ApprovedForSession),
-            ("decline", ReviewDecision::Denied),
-            ("cancel", ReviewDecision::Abort),
+            ("accept", Decision::Approved),
+            ("acceptForSession", Decision::ApprovedForSession),
+            ("decline", Decision::Denied),
+            ("cancel", Decision::Abort),
         ] {
             let answer = answer_to(Ok(json!({"decision": decision}))).await;
             assert_eq!(
@@ -210,7 +210,7 @@ mod tests {
             Err(JsonRpcError::internal("no")),
         ] {
             let answer = answer_to(reply.clone()).await;
-            assert_eq!(answer.decision, ReviewDecision::Denied, "{reply:?}");
+            assert_eq!(answer.decision, Decision::Denied, "{reply:?}");
             assert!(answer.reason.is_some(), "{reply:?}");
         }
     }

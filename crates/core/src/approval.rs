@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use deputy_protocol::{ReviewDecision, SandboxMode};
+use deputy_protocol::{ApprovalDecision, SandboxMode};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +15,7 @@ use crate::sync::lock;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     /// The decision.
-    pub decision: ReviewDecision,
+    pub decision: ApprovalDecision,
     /// Why it was decided without the user, if so.
     pub reason: Option<String>,
 }
@@ -111,7 +111,7 @@ impl PendingApproval {
     pub async fn wait(self, cancel: &CancellationToken) -> Answer {
         tokio::select! {
             answer = self.rx => answer.unwrap_or(Answer {
-                decision: ReviewDecision::Denied,
+                decision: ApprovalDecision::Denied,
                 reason: Some("the approval request was dropped before it was answered".into()),
             }),
             () = cancel.cancelled() => std::future::pending().await,
@@ -132,16 +132,16 @@ mod tests {
         assert!(gate.resolve(
             "c1",
             Answer {
-                decision: ReviewDecision::Approved,
+                decision: ApprovalDecision::Approved,
                 reason: None
             }
         ));
         let answer = pending.wait(&CancellationToken::new()).await;
-        assert_eq!(answer.decision, ReviewDecision::Approved);
+        assert_eq!(answer.decision, ApprovalDecision::Approved);
         assert!(!gate.resolve(
             "c1",
             Answer {
-                decision: ReviewDecision::Approved,
+                decision: ApprovalDecision::Approved,
                 reason: None
             }
         ));

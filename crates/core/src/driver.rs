@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ItemEvent, Op, ReviewDecision,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, ExecApprovalRequestEvent, ItemEvent, Op,
     ReviewOutputEvent, ReviewRequest, ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 use tokio::task::JoinHandle;
@@ -161,7 +161,7 @@ impl<A: Approver> ApprovalRouter<A> {
             let answer = tokio::time::timeout(timeout, question)
                 .await
                 .unwrap_or_else(|_| Answer {
-                    decision: ReviewDecision::TimedOut,
+                    decision: ApprovalDecision::TimedOut,
                     reason: Some(format!(
                         "no answer to the approval request within {} s",
                         timeout.as_secs()
@@ -353,7 +353,7 @@ struct Unasked;
 impl Approver for Unasked {
     fn ask(&self, _request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
         std::future::ready(Answer {
-            decision: ReviewDecision::Denied,
+            decision: ApprovalDecision::Denied,
             reason: Some("this turn runs without approvals".to_string()),
         })
     }

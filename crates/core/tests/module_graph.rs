@@ -3,7 +3,10 @@
 //! source: every `crate::…` path outside comments and unit tests is an edge from the
 //! file's top-level module to the one it names.
 
-#![allow(clippy::unwrap_used, reason = "test code: a file that cannot be read fails the test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a file that cannot be read fails the test"
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

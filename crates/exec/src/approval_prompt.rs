@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::display::{escape_line, escape_text};
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, FileChange, ReviewDecision,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, ExecApprovalRequestEvent, FileChange,
 };
 use tokio::sync::mpsc;
 
@@ -31,7 +31,7 @@ pub(crate) fn can_ask() -> bool {
 
 /// Asks whether to run a command, shown as the exact argv that will run (shell-quoted, its
 /// control and bidirectional characters escaped, like everything else the model wrote).
-pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
+pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ApprovalDecision, Option<String>) {
     let command = escape_command_for_display(&req.command);
     let cwd = escape_line(&req.cwd.to_string_lossy()).into_owned();
     let mut question = format!("Run `{command}` in {cwd}?");
@@ -45,7 +45,7 @@ pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision,
 pub(crate) async fn ask_patch(
     req: &ApplyPatchApprovalRequestEvent,
     cwd: Option<&Path>,
-) -> (ReviewDecision, Option<String>) {
+) -> (ApprovalDecision, Option<String>) {
     let mut question = patch_preview(&req.changes, cwd);
     let files: Vec<String> = req
         .changes
@@ -115,10 +115,10 @@ fn shown<'a>(path: &'a Path, cwd: Option<&Path>) -> &'a Path {
         .unwrap_or(path)
 }
 
-async fn ask(question: String) -> (ReviewDecision, Option<String>) {
+async fn ask(question: String) -> (ApprovalDecision, Option<String>) {
     // Said once, by the engine's warning that the action was not approved.
     let Some(terminal) = terminal() else {
-        return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
+        return (ApprovalDecision::Denied, Some(NO_TTY_REASON.to_string()));
     };
     let mut lines = terminal.lines.lock().await;
     loop {
@@ -128,7 +128,7 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
         let _ = stderr.flush();
         let Some(line) = lines.recv().await else {
             return (
-                ReviewDecision::Denied,
+                ApprovalDecision::Denied,
                 Some("the terminal closed before an answer".into()),
             );
         };
@@ -202,12 +202,12 @@ impl Terminal {
 }
 
 /// Maps a typed answer to a decision; `None` asks again.
-fn parse_answer(line: &str) -> Option<ReviewDecision> {
+fn parse_answer(line: &str) -> Option<ApprovalDecision> {
     match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Some(ReviewDecision::Approved),
-        "a" | "always" => Some(ReviewDecision::ApprovedForSession),
-        "n" | "no" => Some(ReviewDecision::Denied),
-        "q" | "quit" => Some(ReviewDecision::Abort),
+        "y" | "yes" => Some(ApprovalDecision::Approved),
+        "a" | "always" => Some(ApprovalDecision::ApprovedForSession),
+        "n" | "no" => Some(ApprovalDecision::Denied),
+        "q" | "quit" => Some(ApprovalDecision::Abort),
         _ => None,
     }
 }
@@ -218,13 +218,13 @@ mod tests {
 
     #[test]
     fn answers_map_to_decisions() {
-        assert_eq!(parse_answer("y\n"), Some(ReviewDecision::Approved));
+        assert_eq!(parse_answer("y\n"), Some(ApprovalDecision::Approved));
         assert_eq!(
             parse_answer("Always"),
-            Some(ReviewDecision::ApprovedForSession)
+            Some(ApprovalDecision::ApprovedForSession)
         );
-        assert_eq!(parse_answer(" n "), Some(ReviewDecision::Denied));
-        assert_eq!(parse_answer("q"), Some(ReviewDecision::Abort));
+        assert_eq!(parse_answer(" n "), Some(ApprovalDecision::Denied));
+        assert_eq!(parse_answer("q"), Some(ApprovalDecision::Abort));
         assert_eq!(parse_answer("maybe"), None);
     }
 

@@ -36,7 +36,7 @@ use deputy_core::driver::{
 use deputy_core::{Thread, ThreadManager, TurnInput};
 use deputy_protocol::{
     AskForApproval, InputItem, Op, SandboxMode, ThreadEvent, ThreadEventMsg, TurnOverrides,
-    legacy_events,
+    codex_events,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -281,8 +281,8 @@ impl TurnObserver for Output {
                 }
             }
             OutputMode::JsonEvents => {
-                for legacy in legacy_events(event) {
-                    print_json_line(&legacy.msg);
+                for codex in codex_events(event) {
+                    print_json_line(&codex.msg);
                 }
             }
         }

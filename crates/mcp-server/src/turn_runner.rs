@@ -15,7 +15,7 @@ use deputy_core::driver::{
     ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
 };
 use deputy_core::{Thread, TurnInput};
-use deputy_protocol::{Event, FileChange, InputItem, ReviewDecision, ThreadEvent, legacy_events};
+use deputy_protocol::{ApprovalDecision, Event, FileChange, InputItem, ThreadEvent, codex_events};
 use rmcp::model::{
     CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
     RequestId,
@@ -170,9 +170,9 @@ impl<'a> McpTurn<'a> {
 
 impl TurnObserver for McpTurn<'_> {
     async fn deliver(&mut self, event: &ThreadEvent) {
-        for legacy in legacy_events(event) {
-            self.progress.on_event(&legacy.msg).await;
-            self.call.forward(&event.thread_id, legacy).await;
+        for codex in codex_events(event) {
+            self.progress.on_event(&codex.msg).await;
+            self.call.forward(&event.thread_id, codex).await;
         }
     }
 
@@ -357,12 +357,12 @@ impl Drop for WithdrawOnDrop {
 async fn elicit(
     peer: &Peer<RoleServer>,
     params: &ApprovalElicitationParams,
-) -> (ReviewDecision, Option<String>) {
+) -> (ApprovalDecision, Option<String>) {
     let supports_elicitation = peer
         .peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some());
     if !supports_elicitation {
-        return (ReviewDecision::Denied, Some(NO_ELICITATION.to_string()));
+        return (ApprovalDecision::Denied, Some(NO_ELICITATION.to_string()));
     }
     let sent = peer
         .send_cancellable_request(
@@ -390,7 +390,7 @@ async fn elicit(
         Ok(other) => serde_json::to_value(other).unwrap_or_default(),
         Err(err) => {
             return (
-                ReviewDecision::Denied,
+                ApprovalDecision::Denied,
                 Some(format!(
                     "the client answered the approval request with an error: {err}"
                 )),
@@ -399,6 +399,6 @@ async fn elicit(
     };
     match wire::parse_approval_reply(&reply) {
         ApprovalReply::Decided(decision) => (decision, None),
-        ApprovalReply::Malformed(why) => (ReviewDecision::Denied, Some(why)),
+        ApprovalReply::Malformed(why) => (ApprovalDecision::Denied, Some(why)),
     }
 }

@@ -59,7 +59,7 @@ pub enum Op {
         /// The request's `call_id`.
         id: String,
         /// The answer.
-        decision: ReviewDecision,
+        decision: ApprovalDecision,
         /// Why this decision was made without the user (timeout, no client support…).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -69,7 +69,7 @@ pub enum Op {
         /// The request's `call_id`.
         id: String,
         /// The answer.
-        decision: ReviewDecision,
+        decision: ApprovalDecision,
         /// Why this decision was made without the user (timeout, no client support…).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -114,7 +114,7 @@ pub enum InputItem {
 /// A user's answer to an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ReviewDecision {
+pub enum ApprovalDecision {
     /// Run it this once.
     Approved,
     /// Run it, and the same thing again this session without asking.

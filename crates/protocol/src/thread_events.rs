@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ApplyPatchApprovalRequestEvent, ErrorEvent, ExecApprovalRequestEvent, ExecOutputStream,
-    ReviewDecision, SessionConfiguredEvent, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent,
-    ThreadItem, TokenCountEvent, TurnAbortedEvent, TurnDiffEvent, WarningEvent,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, ErrorEvent, ExecApprovalRequestEvent,
+    ExecOutputStream, SessionConfiguredEvent, StreamErrorEvent, TaskCompleteEvent,
+    TaskStartedEvent, ThreadItem, TokenCountEvent, TurnAbortedEvent, TurnDiffEvent, WarningEvent,
 };
 
 /// One entry of a thread's event log.
@@ -168,5 +168,5 @@ pub struct ApprovalResolvedEvent {
     /// The request's `call_id`.
     pub call_id: String,
     /// The answer.
-    pub decision: ReviewDecision,
+    pub decision: ApprovalDecision,
 }

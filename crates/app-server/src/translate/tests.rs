@@ -1,9 +1,8 @@
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApprovalResolvedEvent, CommandExecutionItem, ErrorEvent, ExecApprovalRequest,
-    ExecApprovalRequestEvent, ItemEvent, ReviewDecision, TaskStartedEvent, TurnAbortReason,
-    TurnAbortedEvent,
+    ApprovalDecision, ApprovalResolvedEvent, CommandExecutionItem, ErrorEvent, ExecApprovalRequest,
+    ExecApprovalRequestEvent, ItemEvent, TaskStartedEvent, TurnAbortReason, TurnAbortedEvent,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -136,7 +135,7 @@ fn an_approval_request_asks_about_the_item_and_its_answer_resolves_it() {
     let resolved = event(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
         item_id: "item".into(),
         call_id: "call".into(),
-        decision: ReviewDecision::Approved,
+        decision: ApprovalDecision::Approved,
     }));
     assert_eq!(
         wire(&resolved),

@@ -9,8 +9,8 @@ use deputy_apply_patch::{
     PlannedChange, WriteTarget, WriteTargets, apply_journaled, parse_patch, plan_patch,
 };
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ApprovalResolvedEvent, FileChange, FileChangeItem,
-    PatchApplyStatus, PatchApprovalRequest, ResponseItem, ReviewDecision, ThreadEventMsg,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, ApprovalResolvedEvent, FileChange,
+    FileChangeItem, PatchApplyStatus, PatchApprovalRequest, ResponseItem, ThreadEventMsg,
     ThreadItem, TurnDiffEvent, WarningEvent,
 };
 use tokio::sync::watch;
@@ -108,11 +108,11 @@ pub(super) async fn apply(
                 decision: answer.decision,
             }));
             match answer.decision {
-                ReviewDecision::Approved => {}
-                ReviewDecision::ApprovedForSession => {
+                ApprovalDecision::Approved => {}
+                ApprovalDecision::ApprovedForSession => {
                     approvals.approve_files_for_session(written);
                 }
-                ReviewDecision::Abort => {
+                ApprovalDecision::Abort => {
                     // Not applied, by the user's choice: declined before the turn ends.
                     declined(
                         item,
@@ -120,7 +120,7 @@ pub(super) async fn apply(
                     );
                     return Err(TurnStop::Aborted);
                 }
-                ReviewDecision::Denied | ReviewDecision::TimedOut => {
+                ApprovalDecision::Denied | ApprovalDecision::TimedOut => {
                     let told = match answer.reason {
                         Some(reason) => {
                             ctx.emit(ThreadEventMsg::Warning(WarningEvent {

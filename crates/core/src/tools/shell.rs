@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApprovalResolvedEvent, CommandExecutionItem, CommandExecutionStatus, CommandOutputDeltaEvent,
-    ExecApprovalRequest, ExecApprovalRequestEvent, ReviewDecision, ThreadEventMsg, ThreadItem,
-    WarningEvent,
+    ApprovalDecision, ApprovalResolvedEvent, CommandExecutionItem, CommandExecutionStatus,
+    CommandOutputDeltaEvent, ExecApprovalRequest, ExecApprovalRequestEvent, ThreadEventMsg,
+    ThreadItem, WarningEvent,
 };
 
 use crate::approval::CommandApproval;
@@ -138,14 +138,14 @@ async fn ask(
         decision: answer.decision,
     }));
     match answer.decision {
-        ReviewDecision::Approved => Ok(None),
-        ReviewDecision::ApprovedForSession => {
+        ApprovalDecision::Approved => Ok(None),
+        ApprovalDecision::ApprovedForSession => {
             ctx.session
                 .approvals
                 .approve_command_for_session(session_approval(&ctx.config, req));
             Ok(None)
         }
-        ReviewDecision::Abort => {
+        ApprovalDecision::Abort => {
             // Not run, by the user's choice: declined, like a plain "no", before the turn ends.
             CommandItem(item.0.clone()).declined(
                 ctx,
@@ -153,7 +153,7 @@ async fn ask(
             );
             Err(TurnStop::Aborted)
         }
-        ReviewDecision::Denied | ReviewDecision::TimedOut => {
+        ApprovalDecision::Denied | ApprovalDecision::TimedOut => {
             let text = match answer.reason {
                 Some(reason) => {
                     ctx.emit(ThreadEventMsg::Warning(WarningEvent {

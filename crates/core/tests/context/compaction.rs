@@ -3,7 +3,7 @@
 
 use deputy_core::compact::{DEFAULT_COMPACT_PROMPT, SUMMARY_PREFIX};
 use deputy_core::rollout::{find_rollout, load_rollout};
-use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, legacy_events};
+use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, codex_events};
 use deputy_test_support::{MockModelServer, MockResponse, RecordedRequest, responses};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -107,10 +107,7 @@ async fn reported_usage_past_the_limit_compacts_before_the_next_request_and_the_
             if matches!(item.item, deputy_protocol::ThreadItem::ContextCompaction(_)))
         })
         .unwrap();
-    let codex: Vec<EventMsg> = legacy_events(compacted)
-        .into_iter()
-        .map(|e| e.msg)
-        .collect();
+    let codex: Vec<EventMsg> = codex_events(compacted).into_iter().map(|e| e.msg).collect();
     assert_eq!(
         codex,
         [EventMsg::ContextCompacted(

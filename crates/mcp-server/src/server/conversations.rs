@@ -19,7 +19,7 @@ use deputy_core::config::ConfigLayers;
 use deputy_core::driver::ApprovalRouter;
 use deputy_core::rollout::{list_sessions_by_creation, one_line_preview};
 use deputy_core::{ResumeError, Subscription, Thread, ThreadError, ThreadManager};
-use deputy_protocol::{InputItem, ItemEvent, ThreadEventMsg, ThreadItem, legacy_events};
+use deputy_protocol::{InputItem, ItemEvent, ThreadEventMsg, ThreadItem, codex_events};
 use rmcp::model::{CallToolResult, ContentBlock, RequestId, ServerNotification};
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::snapshot::Snapshot;
-use crate::tool_params::{
+use crate::tool_catalogue::{
     CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL, CONVERSATION_STREAM_TOOL,
     CONVERSATIONS_LIST_TOOL, ContentItemParam, ContentKind, ConversationCreateParam,
     ConversationCreateResult, ConversationSendMessageParam, ConversationSendMessageResult,
@@ -408,8 +408,8 @@ impl Stream {
                     if matches!(event.msg, ThreadEventMsg::SessionConfigured(_)) {
                         continue;
                     }
-                    for legacy in legacy_events(&event) {
-                        let Some(notification) = wire::conversation_event(&legacy.msg) else {
+                    for codex in codex_events(&event) {
+                        let Some(notification) = wire::conversation_event(&codex.msg) else {
                             continue;
                         };
                         if !self.send(notification).await {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use deputy_core::driver::ApprovalRequest;
 use deputy_core::exec::truncate_middle;
-use deputy_protocol::{EventMsg, FileChange, ThreadEvent, ThreadEventMsg, legacy_events};
+use deputy_protocol::{EventMsg, FileChange, ThreadEvent, ThreadEventMsg, codex_events};
 
 /// Most bytes a text field of a snapshot event keeps, the note of the cut included.
 pub(crate) const FIELD_BYTES: usize = 64 * 1024;
@@ -93,10 +93,10 @@ impl Snapshot {
             | ThreadEventMsg::Warning(_)
             | ThreadEventMsg::ShutdownComplete => None,
         };
-        for legacy in legacy_events(event) {
+        for codex in codex_events(event) {
             self.entries.push(Entry {
                 delta_of: delta_of.clone(),
-                msg: bounded(legacy.msg),
+                msg: bounded(codex.msg),
             });
         }
     }
@@ -345,7 +345,7 @@ mod tests {
             ThreadEventMsg::ApprovalResolved(deputy_protocol::ApprovalResolvedEvent {
                 item_id: "item-b".into(),
                 call_id: "b".into(),
-                decision: deputy_protocol::ReviewDecision::Approved,
+                decision: deputy_protocol::ApprovalDecision::Approved,
             }),
         ));
         snapshot.push(&request(5, "now", "c"));
