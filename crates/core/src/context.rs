@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
-    CommandExecutionStatus, ContextCompactionStatus, FileChangeItem, ItemEvent, PatchApplyStatus,
-    PlanUpdateItem, ResponseItem, ThreadEventMsg, ThreadItem, TokenUsage, TurnOverrides,
-    UpdatePlanArgs,
+    ApprovalDecision, ApprovalResolvedEvent, CommandExecutionStatus, ContextCompactionStatus,
+    FileChangeItem, ItemEvent, PatchApplyStatus, PlanUpdateItem, Question, QuestionAsked, Reply,
+    ResponseItem, ThreadEventMsg, ThreadItem, TokenUsage, TurnOverrides, UpdatePlanArgs,
+    WarningEvent,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -266,6 +267,36 @@ impl TurnContext {
                 open.insert(item.id().to_string(), item.clone());
             }
         }
+    }
+
+    /// Asks the user `question` about item `item_id` and waits for the reply: the
+    /// question is published, the reply awaited (never, once the turn is cancelled: the
+    /// turn's owner ends it), and the answer published. A refusal made for the user (a
+    /// timeout, a client that cannot ask) is also told as a warning naming its reason.
+    pub(crate) async fn ask(&self, item_id: &str, question: Question) -> Reply {
+        let call_id = question.call_id().to_string();
+        let subject = question.subject();
+        let pending = self.session.approvals.register(&call_id);
+        self.emit(ThreadEventMsg::QuestionAsked(QuestionAsked {
+            item_id: item_id.to_string(),
+            question,
+        }));
+        let reply = pending.wait(&self.cancel).await;
+        self.emit(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
+            item_id: item_id.to_string(),
+            call_id,
+            decision: reply.decision(),
+        }));
+        if let Reply::Decision {
+            decision: ApprovalDecision::Denied | ApprovalDecision::TimedOut,
+            reason: Some(reason),
+        } = &reply
+        {
+            self.emit(ThreadEventMsg::Warning(WarningEvent {
+                message: format!("{subject} not approved: {reason}"),
+            }));
+        }
+        reply
     }
 
     /// Records the model's new plan: the turn's plan item starts with the first, later ones update it.

@@ -38,6 +38,7 @@ pub mod tools;
 mod turn;
 mod turn_clock;
 mod turn_diff;
+pub mod turn_history;
 mod untrusted_file;
 pub mod user_input;
 

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{Answer, ApprovalGate};
+use crate::approval::ApprovalGate;
 use crate::context::{Session, TurnSettings};
 use crate::event_log::EventLog;
 use crate::sync::lock;
@@ -167,21 +167,9 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                     abort_queued(&session, dropped);
                 }
             }
-            Op::ExecApproval {
-                id: call_id,
-                decision,
-                reason,
-            }
-            | Op::PatchApproval {
-                id: call_id,
-                decision,
-                reason,
-            } => {
-                if !session
-                    .approvals
-                    .resolve(&call_id, Answer { decision, reason })
-                {
-                    tracing::warn!(call_id, "approval for a request nobody is waiting on");
+            Op::Answer { id: call_id, reply } => {
+                if !session.approvals.resolve(&call_id, reply) {
+                    tracing::warn!(call_id, "an answer to a question nobody is waiting on");
                 }
             }
             Op::Shutdown => {

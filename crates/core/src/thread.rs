@@ -84,6 +84,18 @@ impl Thread {
         self.log.subscribe(after_seq)
     }
 
+    /// Every event of the thread so far, replayed from memory and the rollout (streaming
+    /// deltas only where memory still holds them).
+    pub async fn events_so_far(&self) -> Vec<Arc<ThreadEvent>> {
+        let end = self.last_seq();
+        let mut events = self.subscribe(0);
+        let mut out = Vec::new();
+        while let Some(event) = events.next_through(end).await {
+            out.push(event);
+        }
+        out
+    }
+
     /// The seq of the thread's newest event.
     pub fn last_seq(&self) -> u64 {
         self.log.last_seq()
@@ -252,17 +264,9 @@ impl TurnEvents {
     /// turn-ending event or if the thread stopped.
     pub async fn next(&mut self) -> Option<Arc<ThreadEvent>> {
         while !self.done {
-            let event = match self.events.next().await {
-                Some(Ok(event)) => event,
-                // Fell behind: continue from where it stopped.
-                Some(Err(_)) => {
-                    self.events = self.events.resubscribe();
-                    continue;
-                }
-                None => {
-                    self.done = true;
-                    return None;
-                }
+            let Some(event) = self.events.next().await else {
+                self.done = true;
+                return None;
             };
             match event.turn_id.as_deref() {
                 Some(turn) if turn != self.turn_id => continue,

@@ -143,8 +143,7 @@ impl LiveView {
                     .insert(resolved.item_id.clone(), resolved.decision);
             }
             ThreadEventMsg::CommandOutputDelta(_)
-            | ThreadEventMsg::ExecApprovalRequest(_)
-            | ThreadEventMsg::PatchApprovalRequest(_)
+            | ThreadEventMsg::QuestionAsked(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete => {}
         }

@@ -163,6 +163,15 @@ pub(crate) enum ApprovalDetails {
         codex_grant_root: Option<PathBuf>,
         codex_changes: BTreeMap<PathBuf, FileChange>,
     },
+    /// A tool call to an MCP server.
+    McpToolCall {
+        codex_mcp_server: String,
+        codex_mcp_tool: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_mcp_arguments: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_reason: Option<String>,
+    },
 }
 
 /// The schema offered to the client: one `decision` enum.

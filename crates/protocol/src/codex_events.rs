@@ -7,8 +7,8 @@ use crate::{
     ContextCompactedEvent, ContextCompactionStatus, DeltaEvent, Event, EventMsg,
     ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandStatus,
     ExitedReviewModeEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
-    PatchApplyEndStatus, PatchApplyStatus, ThreadEvent, ThreadEventMsg, ThreadItem, UpdatePlanArgs,
-    UserMessageEvent,
+    PatchApplyEndStatus, PatchApplyStatus, Question, ThreadEvent, ThreadEventMsg, ThreadItem,
+    UpdatePlanArgs, UserMessageEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
@@ -112,12 +112,12 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
                 },
             )]
         }
-        ThreadEventMsg::ExecApprovalRequest(r) => {
-            vec![EventMsg::ExecApprovalRequest(r.request.clone())]
-        }
-        ThreadEventMsg::PatchApprovalRequest(r) => {
-            vec![EventMsg::ApplyPatchApprovalRequest(r.request.clone())]
-        }
+        ThreadEventMsg::QuestionAsked(asked) => match &asked.question {
+            Question::Exec(q) => vec![EventMsg::ExecApprovalRequest(q.clone())],
+            Question::Patch(q) => vec![EventMsg::ApplyPatchApprovalRequest(q.clone())],
+            // Codex has no event for it: each front door asks it through its approver.
+            Question::McpToolCall(_) => Vec::new(),
+        },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
         ThreadEventMsg::TokenCount(e) => vec![EventMsg::TokenCount(e.clone())],

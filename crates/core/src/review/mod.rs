@@ -18,7 +18,7 @@ use std::sync::Arc;
 use deputy_protocol::{
     AskForApproval, CodexErrorInfo, EnteredReviewModeItem, ExitedReviewModeItem, InputItem,
     ItemEvent, Op, ResponseItem, ReviewOutputEvent, ReviewRequest, SandboxMode, TaskStartedEvent,
-    ThreadEventMsg, ThreadItem, TurnAbortReason,
+    ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -28,8 +28,9 @@ pub use output::parse_review_output;
 use crate::client::ModelClient;
 use crate::config::Config;
 use crate::context::{Session, new_item_id};
+use crate::driver::{TurnObserver, TurnOutcome, TurnRequest, Unasked, drive_turn};
 use crate::rollout::{RolloutRecorder, SessionMeta, SessionSource};
-use crate::thread::{SpawnThread, Thread, ThreadStart};
+use crate::thread::{SpawnThread, Thread, ThreadStart, TurnInput};
 use crate::turn_clock::TurnClock;
 
 /// The reviewer's instructions.
@@ -133,44 +134,53 @@ async fn review(
         return Ok(ReviewOutputEvent::nothing_to_review(&material.description));
     }
     let reviewer = start_reviewer(session, config, request, spawn)?;
-    let mut events = reviewer.subscribe(0);
-    let reviewer_turn = reviewer
-        .submit_turn(
-            "review".into(),
-            vec![InputItem::Text {
+    let mut forward = Forward {
+        session,
+        turn_id,
+        submission_id,
+    };
+    let turn = TurnRequest {
+        submission_id: "review".into(),
+        input: TurnInput {
+            items: vec![InputItem::Text {
                 text: review_input(&material, request),
             }],
-        )
-        .map_err(|e| e.to_string())?;
-    let answer = loop {
-        let event = match events.next().await {
-            Some(Ok(event)) => event,
-            Some(Err(_lagged)) => {
-                events = events.resubscribe();
-                continue;
-            }
-            None => break Err("the reviewer stopped unexpectedly".to_string()),
-        };
-        if is_forwarded(&event.msg) {
-            session
-                .log
-                .publish(Some(turn_id), submission_id, event.msg.clone());
+            ..TurnInput::default()
+        },
+        replay_after: Some(0),
+    };
+    // Dropping this future (the review was interrupted) drops the reviewer, which stops.
+    let never = CancellationToken::new();
+    let driven = drive_turn(&reviewer, turn, Arc::new(Unasked), &mut forward, &never).await;
+    let answer = match driven.map(|driven| driven.outcome) {
+        Ok(TurnOutcome::Completed { last_agent_message }) => {
+            Ok(last_agent_message.unwrap_or_default())
         }
-        if event.turn_id.as_deref() != Some(reviewer_turn.as_str()) {
-            continue;
-        }
-        match &event.msg {
-            ThreadEventMsg::TurnComplete(done) => {
-                break Ok(done.last_agent_message.clone().unwrap_or_default());
-            }
-            ThreadEventMsg::TurnFailed(failed) => break Err(failed.message.clone()),
-            ThreadEventMsg::TurnAborted(_) => break Err("the reviewer was stopped".to_string()),
-            _ => {}
-        }
+        Ok(TurnOutcome::Failed(message)) => Err(message),
+        Ok(TurnOutcome::Aborted(_)) => Err("the reviewer was stopped".to_string()),
+        Ok(TurnOutcome::ThreadStopped) => Err("the reviewer stopped unexpectedly".to_string()),
+        Err(err) => Err(err.to_string()),
     };
     let _ = reviewer.submit(Op::Shutdown);
     reviewer.closed().await;
     answer.map(|text| parse_review_output(&text))
+}
+
+/// Reports the reviewer's events in the parent's turn.
+struct Forward<'a> {
+    session: &'a Session,
+    turn_id: &'a str,
+    submission_id: &'a str,
+}
+
+impl TurnObserver for Forward<'_> {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        if is_forwarded(&event.msg) {
+            self.session
+                .log
+                .publish(Some(self.turn_id), self.submission_id, event.msg.clone());
+        }
+    }
 }
 
 /// The reviewer's events the parent's turn reports: its items and their progress, not
@@ -189,8 +199,7 @@ fn is_forwarded(msg: &ThreadEventMsg) -> bool {
         | ThreadEventMsg::Warning(_) => true,
         ThreadEventMsg::SessionConfigured(_)
         | ThreadEventMsg::TurnStarted(_)
-        | ThreadEventMsg::ExecApprovalRequest(_)
-        | ThreadEventMsg::PatchApprovalRequest(_)
+        | ThreadEventMsg::QuestionAsked(_)
         | ThreadEventMsg::ApprovalResolved(_)
         | ThreadEventMsg::TurnDiff(_)
         | ThreadEventMsg::TurnComplete(_)

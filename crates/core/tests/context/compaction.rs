@@ -268,7 +268,7 @@ async fn a_resumed_thread_continues_from_the_compacted_history() {
 /// The `history_entry_count` of the `session_configured` after `before`.
 async fn read_turn_configured(thread: &deputy_core::Thread, before: u64) -> usize {
     let mut events = thread.subscribe(before);
-    let event = events.next().await.unwrap().unwrap();
+    let event = events.next().await.unwrap();
     match &event.msg {
         ThreadEventMsg::SessionConfigured(configured) => configured.history_entry_count,
         other => panic!("expected session_configured, got {other:?}"),

@@ -114,7 +114,6 @@ async fn an_interrupted_compaction_leaves_the_history_as_it_was() {
         let event = tokio::time::timeout(crate::WAIT, events.next())
             .await
             .expect("events in time")
-            .unwrap()
             .unwrap();
         if let ThreadEventMsg::ItemStarted(item) = &event.msg
             && matches!(item.item, deputy_protocol::ThreadItem::ContextCompaction(_))
