@@ -4,14 +4,15 @@
 //! depends on the log, the rollout, the configuration and the model client, and
 //! nothing that runs turns depends on anything above it.
 
-use std::collections::BTreeMap;
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use deputy_protocol::{
     ApprovalDecision, ApprovalResolvedEvent, CommandExecutionStatus, ContextCompactionStatus,
-    FileChangeItem, ItemEvent, PatchApplyStatus, PlanUpdateItem, Question, QuestionAsked, Reply,
-    ResponseItem, ThreadEventMsg, ThreadItem, TokenUsage, TurnOverrides, UpdatePlanArgs,
-    WarningEvent,
+    FileChangeItem, FunctionOutput, ItemEvent, PatchApplyStatus, PlanUpdateItem, Question,
+    QuestionAsked, Reply, ResponseItem, ThreadEventMsg, ThreadItem, TokenUsage, ToolCallKind,
+    TurnOverrides, UpdatePlanArgs, WarningEvent,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +46,12 @@ pub(crate) struct Session {
     pub(crate) usage_mark: Mutex<Option<UsageMark>>,
     /// Where the thread is persisted, when it is.
     pub(crate) rollout: Option<RolloutRecorder>,
+    /// What the thread's tools keep between calls; dropped with the session.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
+    )]
+    pub(crate) tool_state: ToolState,
 }
 
 impl Session {
@@ -61,6 +68,17 @@ impl Session {
         if let Some(rollout) = &self.rollout {
             rollout.record_items(&history[start..]);
         }
+    }
+
+    /// Records `output` as the answer to call `call_id`, in the form its call needs (a
+    /// function call's output, or a freeform tool call's).
+    pub(crate) fn record_call_output(&self, call_id: String, output: FunctionOutput) {
+        let kind = lock(&self.history)
+            .iter()
+            .rev()
+            .find_map(|item| item.tool_call().filter(|(id, _)| *id == call_id))
+            .map_or(ToolCallKind::Function, |(_, kind)| kind);
+        self.record([kind.output(call_id, output)]);
     }
 
     /// Replaces the whole history with a compacted one ending in `summary`, and
@@ -361,4 +379,34 @@ pub(crate) struct PatchInFlight {
     pub(crate) item: FileChangeItem,
     pub(crate) call_id: String,
     pub(crate) written: watch::Receiver<Option<Result<String, String>>>,
+}
+
+/// State the thread's tools keep between calls, one value per type, created on first use
+/// and dropped with the thread.
+#[derive(Default)]
+pub(crate) struct ToolState {
+    slots: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl ToolState {
+    /// The thread's `T`, created with `T::default()` the first time it is asked for.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
+    )]
+    pub(crate) fn get<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
+        let mut slots = lock(&self.slots);
+        let slot = slots
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        match slot.clone().downcast::<T>() {
+            Ok(state) => state,
+            // The slot of `T`'s type id only ever holds a `T`; were it not so, start afresh.
+            Err(_) => {
+                let state = Arc::new(T::default());
+                *slot = state.clone();
+                state
+            }
+        }
+    }
 }

@@ -13,10 +13,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::ApprovalGate;
-use crate::context::{Session, TurnSettings};
+use crate::context::{Session, ToolState, TurnSettings};
 use crate::event_log::EventLog;
 use crate::sync::lock;
 use crate::thread::{Thread, ThreadStart};
+use crate::tools::ThreadTools;
 use crate::turn::{TurnKind, TurnStart};
 use crate::turn_clock::TurnClock;
 
@@ -55,14 +56,22 @@ fn spawn(
         total_usage: Mutex::default(),
         usage_mark: Mutex::default(),
         rollout: start.rollout,
+        tool_state: ToolState::default(),
     });
-    let thread = Arc::new(Thread::new(start.id, settings, submit_tx, log));
+    let tools = Arc::new(ThreadTools::default());
+    let thread = Arc::new(Thread::new(
+        start.id,
+        settings,
+        submit_tx,
+        log,
+        tools.clone(),
+    ));
     announce(&thread);
     tokio::spawn(async move {
         if read_project_docs {
             add_project_instructions(&session).await;
         }
-        submission_loop(session, submit_rx).await;
+        submission_loop(session, tools, submit_rx).await;
     });
     thread
 }
@@ -102,7 +111,11 @@ async fn add_project_instructions(session: &Session) {
 
 /// Routes ops until shutdown or until every handle is gone (the channel closes),
 /// running one turn at a time, then stops any running turn.
-async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver<Submission>) {
+async fn submission_loop(
+    session: Arc<Session>,
+    tools: Arc<ThreadTools>,
+    mut ops: mpsc::UnboundedReceiver<Submission>,
+) {
     let mut running: Option<RunningTurn> = None;
     let mut queue: VecDeque<QueuedTurn> = VecDeque::new();
     loop {
@@ -116,7 +129,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
         };
         let submission = tokio::select! {
             () = finished => {
-                running = queue.pop_front().map(|next| start_turn(&session, next));
+                running = queue.pop_front().map(|next| start_turn(&session, &tools, next));
                 continue;
             }
             submission = ops.recv() => submission,
@@ -140,7 +153,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                         output_schema,
                     }),
                 };
-                enqueue(&session, &mut running, &mut queue, turn);
+                enqueue(&session, &tools, &mut running, &mut queue, turn);
             }
             Op::Review { turn_id, request } => {
                 let turn = QueuedTurn {
@@ -148,7 +161,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                     submission_id: id,
                     kind: QueuedKind::Review(request),
                 };
-                enqueue(&session, &mut running, &mut queue, turn);
+                enqueue(&session, &tools, &mut running, &mut queue, turn);
             }
             Op::Compact { turn_id } => {
                 let turn = QueuedTurn {
@@ -156,7 +169,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
                     submission_id: id,
                     kind: QueuedKind::Model(TurnKind::Compact),
                 };
-                enqueue(&session, &mut running, &mut queue, turn);
+                enqueue(&session, &tools, &mut running, &mut queue, turn);
             }
             Op::Interrupt { turn_id } => {
                 if let Some(turn) = running.as_ref().filter(|t| t.turn_id == turn_id) {
@@ -190,6 +203,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
 /// Starts `turn` now if nothing runs, else queues it behind the others.
 fn enqueue(
     session: &Arc<Session>,
+    tools: &Arc<ThreadTools>,
     running: &mut Option<RunningTurn>,
     queue: &mut VecDeque<QueuedTurn>,
     turn: QueuedTurn,
@@ -197,14 +211,15 @@ fn enqueue(
     if running.is_some() {
         queue.push_back(turn);
     } else {
-        *running = Some(start_turn(session, turn));
+        *running = Some(start_turn(session, tools, turn));
     }
 }
 
-fn start_turn(session: &Arc<Session>, turn: QueuedTurn) -> RunningTurn {
+fn start_turn(session: &Arc<Session>, tools: &Arc<ThreadTools>, turn: QueuedTurn) -> RunningTurn {
     let cancel = CancellationToken::new();
     let handle = tokio::spawn(supervise_turn(
         session.clone(),
+        tools.clone(),
         turn.submission_id,
         turn.turn_id.clone(),
         turn.kind,
@@ -230,6 +245,7 @@ fn abort_queued(session: &Session, turn: QueuedTurn) {
 /// door waits forever for a turn that is gone.
 async fn supervise_turn(
     session: Arc<Session>,
+    tools: Arc<ThreadTools>,
     submission_id: String,
     turn_id: String,
     kind: QueuedKind,
@@ -242,6 +258,7 @@ async fn supervise_turn(
                 submission_id: submission_id.clone(),
                 turn_id: turn_id.clone(),
                 kind,
+                tools,
             },
             cancel,
         )),

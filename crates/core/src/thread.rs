@@ -18,6 +18,7 @@ use crate::context::TurnSettings;
 use crate::event_log::{EventLog, Subscription};
 use crate::rollout::RolloutRecorder;
 use crate::sync::lock;
+use crate::tools::{ThreadTools, ToolHandler, ToolRegistryError};
 
 /// Why an op could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +51,8 @@ pub struct Thread {
     submit_tx: mpsc::UnboundedSender<Submission>,
     log: Arc<EventLog>,
     next_submission: AtomicU64,
+    /// The handlers added to the thread at run time (shared with its submission loop).
+    tools: Arc<ThreadTools>,
 }
 
 impl Thread {
@@ -59,6 +62,7 @@ impl Thread {
         settings: Arc<Mutex<TurnSettings>>,
         submit_tx: mpsc::UnboundedSender<Submission>,
         log: Arc<EventLog>,
+        tools: Arc<ThreadTools>,
     ) -> Self {
         Self {
             id,
@@ -66,6 +70,7 @@ impl Thread {
             submit_tx,
             log,
             next_submission: AtomicU64::new(1),
+            tools,
         }
     }
 
@@ -234,6 +239,16 @@ impl Thread {
             events,
             done: false,
         })
+    }
+
+    /// Offers the model another tool from the thread's next turn on; a name another
+    /// added tool has is refused.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "a seam: no run-time tool exists yet")
+    )]
+    pub(crate) fn add_tool(&self, handler: Arc<dyn ToolHandler>) -> Result<(), ToolRegistryError> {
+        self.tools.add(handler)
     }
 
     /// Whether nothing is going on: no turn running or queued, nobody subscribed.

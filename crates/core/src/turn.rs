@@ -15,9 +15,10 @@ use crate::compact::{self, CompactTrigger};
 use crate::context::{Session, TurnContext, TurnStop, new_item_id};
 use crate::context_window;
 use crate::instructions;
+use crate::model_family::ModelFamily;
 use crate::sampling::{Visibility, sample_with_retries};
 use crate::sync::lock;
-use crate::tools;
+use crate::tools::{self, ThreadTools, ToolCall, ToolRegistry};
 use crate::turn_clock::TurnClock;
 use crate::user_input;
 
@@ -38,6 +39,8 @@ pub(crate) struct TurnStart {
     pub(crate) submission_id: String,
     pub(crate) turn_id: String,
     pub(crate) kind: TurnKind,
+    /// The handlers the thread was given at run time, offered beside the built-in tools.
+    pub(crate) tools: Arc<ThreadTools>,
 }
 
 /// Runs a turn to its end, emitting exactly one turn-ending event.
@@ -46,6 +49,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         submission_id,
         turn_id,
         kind,
+        tools,
     } = start;
     let (overrides, output_schema) = match &kind {
         TurnKind::Input {
@@ -123,7 +127,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
                 ctx.item_started(user.clone());
                 ctx.item_completed(user);
                 ctx.session.record([message]);
-                turn_loop(&ctx).await
+                turn_loop(&ctx, &tools).await
             }
             TurnKind::Compact => compact::compact(&ctx, CompactTrigger::Manual)
                 .await
@@ -171,10 +175,15 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         .await;
 }
 
-async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
+async fn turn_loop(
+    ctx: &TurnContext,
+    thread_tools: &ThreadTools,
+) -> Result<Option<String>, TurnStop> {
     let config = &ctx.config;
-    let tools = tools::tool_specs(config.include_plan_tool);
-    let instructions = instructions::base_instructions(config);
+    let family = ModelFamily::for_config(config);
+    let tools = ToolRegistry::for_turn(&family, thread_tools);
+    let tool_specs = tools.specs();
+    let instructions = family.base_instructions.into_owned();
     let compact_limit = config.auto_compact_token_limit();
     let mut last_agent_message = None;
     // At most one compaction between two model responses: a history that does not
@@ -184,7 +193,8 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
         let prompt = Prompt {
             instructions: instructions.clone(),
             input: ctx.session.history_snapshot(),
-            tools: tools.clone(),
+            tools: tool_specs.clone(),
+            parallel_tool_calls: family.parallel_tool_calls,
             output_schema: ctx.output_schema.clone(),
             reasoning_effort: config.model_reasoning_effort.clone(),
         };
@@ -218,18 +228,12 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
         ctx.session.record(output.iter().cloned());
         ctx.session.mark_usage(sampled.usage.as_ref());
         let mut calls = Vec::new();
-        for item in output {
+        for item in &output {
             match item {
-                ResponseItem::Message { ref role, .. } if role == "assistant" => {
+                ResponseItem::Message { role, .. } if role == "assistant" => {
                     last_agent_message = item.message_text();
                 }
-                ResponseItem::FunctionCall {
-                    name,
-                    arguments,
-                    call_id,
-                    ..
-                } => calls.push((call_id, name, arguments)),
-                _ => {}
+                _ => calls.extend(ToolCall::from_item(item)),
             }
         }
         if calls.is_empty() {
@@ -240,10 +244,9 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
             .flush_rollout()
             .await
             .map_err(TurnStop::Rollout)?;
-        for (call_id, name, arguments) in calls {
-            let output = tools::handle_call(ctx, &call_id, &name, &arguments).await?;
-            ctx.session
-                .record([ResponseItem::FunctionCallOutput { call_id, output }]);
+        for call in calls {
+            let answer = tools.dispatch(ctx, call).await?;
+            ctx.session.record([answer]);
             ctx.session
                 .flush_rollout()
                 .await
@@ -252,33 +255,25 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
     }
 }
 
-/// Gives every function call without an output an "aborted" output, so the
+/// Gives every tool call without an output an "aborted" output, so the
 /// history stays a valid request for the next turn.
 fn close_dangling_calls(session: &Session) {
     let history = lock(&session.history);
-    let answered: HashSet<String> = history
+    let answered: HashSet<&str> = history
         .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCallOutput { call_id, .. } => Some(call_id.clone()),
-            _ => None,
-        })
+        .filter_map(ResponseItem::answered_call_id)
         .collect();
-    let dangling: Vec<String> = history
+    let dangling: Vec<ResponseItem> = history
         .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id) => {
-                Some(call_id.clone())
-            }
-            _ => None,
+        .filter_map(ResponseItem::tool_call)
+        .filter(|(call_id, _)| !answered.contains(call_id))
+        .map(|(call_id, kind)| {
+            kind.output(
+                call_id.to_string(),
+                "aborted: the turn was stopped before this call finished".into(),
+            )
         })
         .collect();
     drop(history);
-    session.record(
-        dangling
-            .into_iter()
-            .map(|call_id| ResponseItem::FunctionCallOutput {
-                call_id,
-                output: "aborted: the turn was stopped before this call finished".into(),
-            }),
-    );
+    session.record(dangling);
 }

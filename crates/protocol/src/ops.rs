@@ -96,6 +96,12 @@ pub enum InputItem {
         /// The file (absolute, or relative to the thread's working directory).
         path: PathBuf,
     },
+    /// An image given by URL: a `data:image/…;base64,` URL or an `http(s)` address the
+    /// model server fetches itself.
+    Image {
+        /// The image's URL.
+        url: String,
+    },
 }
 
 /// A user's decision about an approval request.

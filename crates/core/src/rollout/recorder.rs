@@ -260,11 +260,12 @@ fn explain_recovered_patches(
             .chain(session.history.iter_mut());
         let mut answered = false;
         for item in closed {
-            if let ResponseItem::FunctionCallOutput { call_id, output } = item
+            if let ResponseItem::FunctionCallOutput { call_id, output }
+            | ResponseItem::CustomToolCallOutput { call_id, output } = item
                 && patch.call_id.as_deref() == Some(call_id.as_str())
-                && output == UNFINISHED_CALL_OUTPUT
+                && *output == *UNFINISHED_CALL_OUTPUT
             {
-                output.clone_from(&told);
+                *output = told.as_str().into();
                 answered = true;
             }
         }

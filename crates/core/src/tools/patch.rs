@@ -11,7 +11,7 @@ use deputy_apply_patch::{
 };
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, FileChange, FileChangeItem, PatchApplyStatus,
-    Question, Reply, ResponseItem, SandboxMode, ThreadEventMsg, ThreadItem, TurnDiffEvent,
+    Question, Reply, SandboxMode, ThreadEventMsg, ThreadItem, TurnDiffEvent,
 };
 use tokio::sync::watch;
 
@@ -258,10 +258,8 @@ pub(crate) async fn finish_interrupted(ctx: &TurnContext) {
             told
         }
     };
-    ctx.session.record([ResponseItem::FunctionCallOutput {
-        call_id: in_flight.call_id,
-        output,
-    }]);
+    ctx.session
+        .record_call_output(in_flight.call_id, output.into());
 }
 
 async fn wait_written(
