@@ -17,9 +17,10 @@ use deputy_protocol::{
 };
 
 use crate::client::Prompt;
+use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::context_window::{self, item_bytes, tokens_for_bytes};
 use crate::instructions;
-use crate::turn::{Sampled, TurnContext, TurnStop, Visibility, new_item_id, sample_with_retries};
+use crate::sampling::{Sampled, Visibility, sample_with_retries};
 
 /// deputy's own request for a summary, used unless `compact_prompt` replaces it.
 pub const DEFAULT_COMPACT_PROMPT: &str = include_str!("prompts/compact_prompt.md");
@@ -105,8 +106,8 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
         .filter(|prompt| !prompt.trim().is_empty())
         .unwrap_or(DEFAULT_COMPACT_PROMPT);
     // The turn's own instructions and request fields, so that the summary request shares
-    // the conversation's cached prefix.
-    let (_, base) = crate::request::for_turn(ctx);
+    // the conversation's cached prefix (the instructions explain only built-in tools).
+    let (_, base) = crate::request::for_turn(ctx, &crate::tools::ThreadTools::default());
     let instructions = base.instructions.clone();
     let mut budget = summary_budget(config.context_window(), config.auto_compact_token_limit());
     for _ in 0..SUMMARY_ATTEMPTS {

@@ -12,12 +12,13 @@ use crate::client::{ModelClient, ModelError, Prompt, ToolSpec};
 use crate::config::{Config, ReasoningSummary};
 use crate::model_family::ModelFamily;
 use crate::tools::{ThreadTools, ToolRegistry};
-use crate::turn::TurnContext;
+use crate::context::TurnContext;
 
-/// The registry of a turn, and the prompt each of its requests starts from (no input).
-pub(crate) fn for_turn(ctx: &TurnContext) -> (ToolRegistry, Prompt) {
+/// The registry of a turn whose thread added `thread_tools`, and the prompt each of its
+/// requests starts from (no input).
+pub(crate) fn for_turn(ctx: &TurnContext, thread_tools: &ThreadTools) -> (ToolRegistry, Prompt) {
     let family = ModelFamily::for_config(&ctx.config);
-    let tools = ToolRegistry::for_turn(&family, &ctx.session.tools);
+    let tools = ToolRegistry::for_turn(&family, thread_tools);
     let prompt = base_prompt(
         &ctx.config,
         &family,

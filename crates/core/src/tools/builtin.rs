@@ -16,8 +16,8 @@ use super::spec::{
 use super::view_image::ViewImage;
 use super::{patch, shell};
 use crate::client::{FreeformTool, Grammar, ToolSpec};
+use crate::context::{TurnContext, TurnStop};
 use crate::model_family::{ApplyPatchToolKind, ModelFamily, ShellToolKind};
-use crate::turn::{TurnContext, TurnStop};
 
 /// The built-in tools a model of `family` is offered, in the order they are listed.
 pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::registry::{ToolCall, ToolHandler, ToolOutput};
 use super::spec::names;
 use crate::client::ToolSpec;
-use crate::turn::{TurnContext, TurnStop};
+use crate::context::{TurnContext, TurnStop};
 use crate::untrusted_file::{self, UnreadableFile};
 use crate::user_input::{MAX_IMAGE_BYTES, image_data_url};
 
