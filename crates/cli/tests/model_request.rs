@@ -14,8 +14,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Finished, exec};
-use deputy_test_support::{MockModelServer, MockResponse, RecordedRequest, SseEvent, TestHome, responses};
+use common::{Finished, deputy, exec, finish, with_provider_key};
+use deputy_test_support::{
+    MockModelServer, MockResponse, RecordedRequest, SseEvent, TestHome, responses,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -91,7 +93,10 @@ fn encrypted_reasoning_goes_back_unchanged_within_a_turn_in_the_next_turn_and_af
         MockResponse::sse(vec![
             responses::created("r1"),
             responses::reasoning_delta("**Listing** the files first."),
-            SseEvent::new("response.output_item.done", json!({"item": reasoning_item()})),
+            SseEvent::new(
+                "response.output_item.done",
+                json!({"item": reasoning_item()}),
+            ),
             responses::function_call("call-1", "shell_command", r#"{"command":"echo hi"}"#),
             responses::completed("r1"),
         ]),
@@ -104,7 +109,14 @@ fn encrypted_reasoning_goes_back_unchanged_within_a_turn_in_the_next_turn_and_af
     // A new process: the reasoning can only come from the rollout.
     let resumed = exec(
         &home,
-        &["resume", "--json-events", "-m", "gpt-5-codex", &id, "thanks"],
+        &[
+            "resume",
+            "--json-events",
+            "-m",
+            "gpt-5-codex",
+            &id,
+            "thanks",
+        ],
     );
     resumed.assert_code(0);
 
@@ -120,10 +132,18 @@ fn encrypted_reasoning_goes_back_unchanged_within_a_turn_in_the_next_turn_and_af
     let mut sent_back = reasoning_item();
     sent_back.as_object_mut().unwrap().remove("id");
     for (n, request) in requests.iter().enumerate().skip(1) {
-        assert_eq!(reasoning_in(request), [sent_back.clone()], "request {}", n + 1);
+        assert_eq!(
+            reasoning_in(request),
+            [sent_back.clone()],
+            "request {}",
+            n + 1
+        );
         assert_eq!(encrypted_copies(request), 1, "request {}", n + 1);
         assert_eq!(request.body["prompt_cache_key"], id.as_str());
-        assert_eq!(request.body["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(
+            request.body["include"],
+            json!(["reasoning.encrypted_content"])
+        );
     }
     // In its place: after the user's prompt, before the call it led to.
     let kinds: Vec<&str> = requests[1].body["input"]
@@ -159,4 +179,81 @@ fn a_model_that_does_not_reason_is_asked_for_no_reasoning_but_still_caches_by_th
     // The effort is the user's explicit wish; no summary is asked of a model that has none.
     assert_eq!(body["reasoning"], json!({"effort": "high"}));
     assert_eq!(body["text"], json!({"verbosity": "low"}));
+}
+
+#[test]
+fn debug_model_request_prints_the_first_request_exec_sends_with_its_secrets_redacted() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let config = TestHome::default_config(&server.base_url());
+    let config = with_provider_key(&config, "env_key", "\"MOCK_KEY\"");
+    let config = with_provider_key(
+        &config,
+        "query_params",
+        "{ api-version = \"2025\", sig = \"q-s3cret\" }",
+    );
+    let config = with_provider_key(&config, "http_headers", "{ X-Team-Token = \"h-s3cret\" }");
+    home.write_config(&config);
+    std::fs::write(
+        home.workspace().join("AGENTS.md"),
+        "Run `make check` before answering.\n",
+    )
+    .unwrap();
+
+    let with_key = |args: &[&str]| {
+        let mut command = deputy(&home, args);
+        command.env("MOCK_KEY", "k-s3cret");
+        finish(command)
+    };
+    let shown = with_key(&[
+        "debug",
+        "model-request",
+        "-m",
+        "gpt-5-codex",
+        "fix the build",
+    ]);
+    shown.assert_code(0);
+    assert!(
+        !shown.stdout.contains("s3cret"),
+        "a secret is shown:\n{}",
+        shown.stdout
+    );
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(shown["method"], "POST");
+    let url = shown["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{}/responses?", server.base_url())),
+        "{url}"
+    );
+    assert!(
+        url.contains("api-version=%5Bredacted%5D") && url.contains("sig="),
+        "{url}"
+    );
+    assert_eq!(shown["headers"]["authorization"], "Bearer [redacted]");
+    assert_eq!(shown["headers"]["x-team-token"], "[redacted]");
+    assert_eq!(shown["headers"]["content-type"], "application/json");
+    assert_eq!(
+        server.request_count(),
+        0,
+        "debug model-request sent a request"
+    );
+
+    // What a real session sends first is what was shown, but for the thread id.
+    server.push(MockResponse::text_turn("Done."));
+    let sent = with_key(&["exec", "-m", "gpt-5-codex", "fix the build"]);
+    sent.assert_code(0);
+    let sent = requests(&server, 1).remove(0);
+    assert_eq!(sent.header("authorization"), Some("Bearer k-s3cret"));
+    assert_eq!(sent.header("x-team-token"), Some("h-s3cret"));
+    let without_cache_key = |body: &Value| {
+        let mut body = body.clone();
+        assert!(body["prompt_cache_key"].is_string());
+        body.as_object_mut().unwrap().remove("prompt_cache_key");
+        body
+    };
+    assert_eq!(
+        without_cache_key(&shown["body"]),
+        without_cache_key(&sent.body)
+    );
+    assert!(sent.raw_body.contains("make check"));
 }

@@ -129,7 +129,10 @@ mod tests {
                         if offered.contains(name) {
                             assert!(named, "{case}: `{name}` is offered but never explained");
                         } else {
-                            assert!(!named, "{case}: the instructions name `{name}`, not offered");
+                            assert!(
+                                !named,
+                                "{case}: the instructions name `{name}`, not offered"
+                            );
                         }
                     }
                 }

@@ -11,7 +11,9 @@
 
 use deputy_protocol::WireApi;
 
-use crate::config::{ApplyPatchSetting, Config, ModelFamilyOverride, ShellToolSetting, WebSearchMode};
+use crate::config::{
+    ApplyPatchSetting, Config, ModelFamilyOverride, ShellToolSetting, WebSearchMode,
+};
 
 /// Which command tools the model is offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +134,15 @@ const fn row(
 
 /// A row of the generic tools for a model that does not reason.
 const fn plain(prefix: &'static str, context_window: u64, images: bool, web_search: bool) -> Known {
-    row(prefix, "", context_window, images, web_search, false, Tools::Classic)
+    row(
+        prefix,
+        "",
+        context_window,
+        images,
+        web_search,
+        false,
+        Tools::Classic,
+    )
 }
 
 /// Models deputy knows. The tool forms of OpenAI's models are those Codex 0.125 gives
@@ -147,7 +157,15 @@ const KNOWN: &[Known] = &[
     plain("gpt-4-turbo", 128_000, true, false),
     plain("gpt-4", 8_192, false, false),
     plain("gpt-3.5-turbo", 16_385, false, false),
-    row("gpt-oss", "", 131_072, false, false, true, Tools::OpenWeights),
+    row(
+        "gpt-oss",
+        "",
+        131_072,
+        false,
+        false,
+        true,
+        Tools::OpenWeights,
+    ),
     row("codex-mini", "", 200_000, true, false, true, Tools::Classic),
     row("o1-mini", "", 128_000, false, false, true, Tools::Classic),
     row("o1", "", 200_000, true, false, true, Tools::Classic),
@@ -305,15 +323,16 @@ mod tests {
     fn each_family_gets_the_tool_forms_codex_gives_it() {
         let kinds = |model: &str| {
             let family = ModelFamily::builtin(model);
-            (
-                family.shell_tool,
-                family.apply_patch_tool,
-                family.reasoning,
-            )
+            (family.shell_tool, family.apply_patch_tool, family.reasoning)
         };
         use ApplyPatchToolKind::{Freeform, Function};
         use ShellToolKind::{ShellAndShellCommand, ShellCommand};
-        for codex in ["gpt-5-codex", "gpt-5.1-codex-max", "openai/gpt-5.2-codex", "codex-1"] {
+        for codex in [
+            "gpt-5-codex",
+            "gpt-5.1-codex-max",
+            "openai/gpt-5.2-codex",
+            "codex-1",
+        ] {
             assert_eq!(kinds(codex), (ShellCommand, Freeform, true), "{codex}");
         }
         assert_eq!(kinds("gpt-5.1"), (ShellCommand, Freeform, true));
@@ -388,9 +407,15 @@ mod tests {
     fn web_search_is_offered_only_when_enabled_on_responses_for_a_model_that_can() {
         let mut config = config_with("web_search = \"cached\"\n");
         config.model = "gpt-5-codex".into();
-        assert_eq!(ModelFamily::for_config(&config).hosted_web_search, Some(false));
+        assert_eq!(
+            ModelFamily::for_config(&config).hosted_web_search,
+            Some(false)
+        );
         config.web_search = WebSearchMode::Live;
-        assert_eq!(ModelFamily::for_config(&config).hosted_web_search, Some(true));
+        assert_eq!(
+            ModelFamily::for_config(&config).hosted_web_search,
+            Some(true)
+        );
         config.model = "gpt-4".into();
         assert_eq!(ModelFamily::for_config(&config).hosted_web_search, None);
         config.model = "gpt-5-codex".into();

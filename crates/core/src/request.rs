@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use crate::client::{ModelClient, ModelError, Prompt, ToolSpec};
 use crate::config::{Config, ReasoningSummary};
+use crate::context::TurnContext;
 use crate::model_family::ModelFamily;
 use crate::tools::{ThreadTools, ToolRegistry};
-use crate::context::TurnContext;
 
 /// The registry of a turn whose thread added `thread_tools`, and the prompt each of its
 /// requests starts from (no input).
@@ -60,7 +60,7 @@ pub(crate) fn base_prompt(
 }
 
 /// The first request a new thread of `config` would send for `prompt`: its endpoint, its
-/// headers with every value that may be a secret replaced, and its body.
+/// headers with every value that may be a secret replaced, and its body (nothing is sent).
 pub async fn first_request(config: &Config, prompt: &str) -> Result<Value, ModelError> {
     let family = ModelFamily::for_config(config);
     let tools = ToolRegistry::for_turn(&family, &ThreadTools::default()).specs();
@@ -72,22 +72,15 @@ pub async fn first_request(config: &Config, prompt: &str) -> Result<Value, Model
     input.push(ResponseItem::user_text(prompt));
     request.input = input;
     let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
-    let (url, headers) = client.request_head();
-    let shown_headers: serde_json::Map<String, Value> = headers
+    let (url, headers) = client.shown_request_head();
+    let headers: serde_json::Map<String, Value> = headers
         .into_iter()
-        .map(|(name, value)| {
-            let shown = if matches!(name.as_str(), "content-type" | "accept") {
-                value
-            } else {
-                "[redacted]".to_string()
-            };
-            (name, Value::String(shown))
-        })
+        .map(|(name, value)| (name, Value::String(value)))
         .collect();
     Ok(json!({
         "method": "POST",
         "url": url,
-        "headers": shown_headers,
+        "headers": headers,
         "body": client.request_body(&request),
     }))
 }

@@ -68,21 +68,44 @@ impl ModelClient {
         }
     }
 
-    /// Where requests go and the headers they carry (the API key's, when there is one,
-    /// included), for showing them: nothing is sent.
-    pub fn request_head(&self) -> (String, Vec<(String, String)>) {
+    /// Where requests go and the headers they carry, for showing them (nothing is sent):
+    /// every header value but `accept` and `content-type`, every query value and any
+    /// password in the URL are replaced, since any of them may hold a secret.
+    pub fn shown_request_head(&self) -> (String, Vec<(String, String)>) {
+        const HIDDEN: &str = "[redacted]";
         let mut headers: Vec<(String, String)> = self
             .headers
             .iter()
             .map(|(name, value)| {
-                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                (name.as_str().to_string(), value)
+                let shown = if *name == ACCEPT || *name == CONTENT_TYPE {
+                    String::from_utf8_lossy(value.as_bytes()).into_owned()
+                } else {
+                    HIDDEN.to_string()
+                };
+                (name.as_str().to_string(), shown)
             })
             .collect();
-        if let Ok(Some(key)) = self.provider.api_key() {
-            headers.push((AUTHORIZATION.as_str().to_string(), format!("Bearer {key}")));
+        if let Ok(Some(_)) = self.provider.api_key() {
+            headers.push((
+                AUTHORIZATION.as_str().to_string(),
+                format!("Bearer {HIDDEN}"),
+            ));
         }
-        (self.endpoint.to_string(), headers)
+        let mut url = self.endpoint.clone();
+        let names: Vec<String> = url
+            .query_pairs()
+            .map(|(name, _)| name.into_owned())
+            .collect();
+        if !names.is_empty() {
+            url.query_pairs_mut()
+                .clear()
+                .extend_pairs(names.iter().map(|name| (name, HIDDEN)));
+        }
+        if url.password().is_some() {
+            // Only fails for URLs that cannot have a password, which this one has.
+            let _ = url.set_password(Some(HIDDEN));
+        }
+        (url.to_string(), headers)
     }
 
     /// Sends one request and returns the event stream.

@@ -342,15 +342,26 @@ fn web_search_is_chosen_by_either_key_and_a_meaningless_value_is_an_error() {
         layers(&home).load().map(|config| config.web_search)
     };
     assert_eq!(mode("").unwrap(), WebSearchMode::Disabled);
-    assert_eq!(mode("[tools]\nweb_search = true\n").unwrap(), WebSearchMode::Live);
-    assert_eq!(mode("web_search = \"cached\"\n").unwrap(), WebSearchMode::Cached);
+    assert_eq!(
+        mode("[tools]\nweb_search = true\n").unwrap(),
+        WebSearchMode::Live
+    );
+    assert_eq!(
+        mode("web_search = \"cached\"\n").unwrap(),
+        WebSearchMode::Cached
+    );
     assert_eq!(
         mode("web_search = false\n[tools]\nweb_search = true\n").unwrap(),
         WebSearchMode::Disabled,
         "`web_search` is the newer key and wins"
     );
-    let err = mode("web_search = \"sometimes\"\n").unwrap_err().to_string();
-    assert!(err.contains("\"live\", \"cached\" or \"disabled\""), "{err}");
+    let err = mode("web_search = \"sometimes\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"live\", \"cached\" or \"disabled\""),
+        "{err}"
+    );
 }
 
 #[test]

@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 use super::registry::{ToolCall, ToolHandler, ToolOutput, ToolPayload};
 use super::spec::{
     APPLY_PATCH_DESCRIPTION, APPLY_PATCH_FREEFORM_DESCRIPTION, ApplyPatchArgs, CommandOptions,
-    SHELL_COMMAND_DESCRIPTION, SHELL_DESCRIPTION, SandboxPermissions, ShellArgs,
-    ShellCommandArgs, UPDATE_PLAN_DESCRIPTION, function_spec, names, update_plan_parameters,
+    SHELL_COMMAND_DESCRIPTION, SHELL_DESCRIPTION, SandboxPermissions, ShellArgs, ShellCommandArgs,
+    UPDATE_PLAN_DESCRIPTION, function_spec, names, update_plan_parameters,
 };
 use super::view_image::ViewImage;
 use super::{patch, shell};

@@ -27,7 +27,8 @@ use crate::user_input::{MAX_IMAGE_BYTES, image_data_url};
 /// How long reading the file may take (a hung network mount).
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-const DESCRIPTION: &str = "Shows you an image file from the filesystem (PNG, JPEG, GIF or WebP, up to 10 MiB).";
+const DESCRIPTION: &str =
+    "Shows you an image file from the filesystem (PNG, JPEG, GIF or WebP, up to 10 MiB).";
 
 #[derive(Deserialize)]
 struct ViewImageArgs {
@@ -101,9 +102,7 @@ fn read_image(path: &Path, private_tmp: Option<&Path>) -> Result<String, String>
         Err(other) => return Err(format!("cannot read {shown}: {other}")),
     };
     if capped.truncated {
-        return Err(format!(
-            "{shown} is larger than the 10 MiB an image may be"
-        ));
+        return Err(format!("{shown} is larger than the 10 MiB an image may be"));
     }
     image_data_url(&capped.bytes)
         .ok_or_else(|| format!("{shown} is not a PNG, JPEG, GIF or WebP image"))
@@ -139,7 +138,11 @@ mod tests {
         );
         let text = dir.path().join("notes.png");
         std::fs::write(&text, "not an image").unwrap();
-        assert!(read_image(&text, None).unwrap_err().contains("is not a PNG"));
+        assert!(
+            read_image(&text, None)
+                .unwrap_err()
+                .contains("is not a PNG")
+        );
         assert!(
             read_image(&dir.path().join("missing.png"), None)
                 .unwrap_err()
@@ -150,7 +153,11 @@ mod tests {
         bytes.resize(MAX_IMAGE_BYTES as usize + 1, 0);
         std::fs::write(&big, bytes).unwrap();
         assert!(read_image(&big, None).unwrap_err().contains("larger than"));
-        assert!(read_image(dir.path(), None).unwrap_err().contains("a directory"));
+        assert!(
+            read_image(dir.path(), None)
+                .unwrap_err()
+                .contains("a directory")
+        );
         let fifo = dir.path().join("pipe.png");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert!(read_image(&fifo, None).unwrap_err().contains("a FIFO"));

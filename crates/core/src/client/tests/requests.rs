@@ -299,7 +299,10 @@ async fn responses_request_carries_images_the_answer_schema_reasoning_caching_an
         json!({"format": {"type": "json_schema", "name": "codex_output_schema",
             "schema": answer_schema(), "strict": true}, "verbosity": "low"})
     );
-    assert_eq!(body["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
     assert_eq!(body["prompt_cache_key"], "thread-1");
     assert_eq!(body["store"], false);
