@@ -11,6 +11,8 @@
 )]
 
 mod common;
+#[path = "model_request/parity.rs"]
+mod parity;
 
 use std::time::Duration;
 
