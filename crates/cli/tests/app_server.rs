@@ -17,6 +17,8 @@ mod approvals;
 mod errors;
 #[path = "app_server/handshake.rs"]
 mod handshake;
+#[path = "app_server/images.rs"]
+mod images;
 #[path = "app_server/launch.rs"]
 mod launch;
 #[path = "app_server/python_sdks.rs"]
