@@ -13,6 +13,8 @@
 mod common;
 #[path = "model_request/parity.rs"]
 mod parity;
+#[path = "model_request/view_image.rs"]
+mod view_image;
 
 use std::time::Duration;
 
