@@ -21,7 +21,7 @@ use crate::protocol::{
     ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
     TokenUsageBreakdown, Turn, TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError,
     TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification,
-    TurnStatus, UserInput, WarningNotification,
+    TurnStatus, UserInput, WarningNotification, WebSearchAction,
 };
 
 /// The notifications `event` stands for, in order; `started_at` is when the event's turn
@@ -295,7 +295,8 @@ fn item_progress(
         | engine::ThreadItem::FileChange(_)
         | engine::ThreadItem::EnteredReviewMode(_)
         | engine::ThreadItem::ExitedReviewMode(_)
-        | engine::ThreadItem::ContextCompaction(_) => Vec::new(),
+        | engine::ThreadItem::ContextCompaction(_)
+        | engine::ThreadItem::WebSearch(_) => Vec::new(),
     }
 }
 
@@ -366,6 +367,13 @@ pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
         },
         engine::ThreadItem::ContextCompaction(compaction) => ThreadItem::ContextCompaction {
             id: compaction.id.clone(),
+        },
+        engine::ThreadItem::WebSearch(search) => ThreadItem::WebSearch {
+            id: search.id.clone(),
+            query: search.query.clone(),
+            action: Some(WebSearchAction::Search {
+                query: Some(search.query.clone()).filter(|query| !query.is_empty()),
+            }),
         },
     }
 }

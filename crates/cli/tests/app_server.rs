@@ -13,12 +13,12 @@ mod harness;
 
 #[path = "app_server/approvals.rs"]
 mod approvals;
+#[path = "app_server/beyond_text.rs"]
+mod beyond_text;
 #[path = "app_server/errors.rs"]
 mod errors;
 #[path = "app_server/handshake.rs"]
 mod handshake;
-#[path = "app_server/images.rs"]
-mod images;
 #[path = "app_server/launch.rs"]
 mod launch;
 #[path = "app_server/python_sdks.rs"]

@@ -15,6 +15,8 @@ mod common;
 mod parity;
 #[path = "model_request/view_image.rs"]
 mod view_image;
+#[path = "model_request/web_search.rs"]
+mod web_search;
 
 use std::time::Duration;
 

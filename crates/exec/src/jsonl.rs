@@ -148,6 +148,11 @@ pub enum ItemDetails {
         /// Its steps.
         items: Vec<TodoItem>,
     },
+    /// A search by the provider's hosted web search.
+    WebSearch {
+        /// What was searched for.
+        query: String,
+    },
     /// Something that went wrong without ending the turn (a configuration warning).
     Error {
         /// What.
@@ -294,7 +299,9 @@ impl JsonlMapper {
 
     fn started(&mut self, item: &ThreadItem) -> Option<JsonlEvent> {
         let details = match item {
-            ThreadItem::CommandExecution(_) | ThreadItem::Plan(_) => details(item)?,
+            ThreadItem::CommandExecution(_) | ThreadItem::Plan(_) | ThreadItem::WebSearch(_) => {
+                details(item)?
+            }
             // Messages, reasoning and patches are shown once, complete (the SDK's
             // `file_change` is "emitted once the patch succeeds or fails"); codex exec has
             // no review items.
@@ -363,6 +370,9 @@ fn details(item: &ThreadItem) -> Option<ItemDetails> {
         ThreadItem::FileChange(patch) => patch_details(patch),
         ThreadItem::Plan(plan) => ItemDetails::TodoList {
             items: plan.plan.iter().map(todo_item).collect(),
+        },
+        ThreadItem::WebSearch(search) => ItemDetails::WebSearch {
+            query: search.query.clone(),
         },
     })
 }

@@ -84,7 +84,9 @@ impl ProgressReporter {
             }
             EventMsg::ExitedReviewMode(_) => self.set_current("review finished".to_string()),
             EventMsg::ContextCompacted(_) => "compacted the conversation".to_string(),
+            EventMsg::WebSearchEnd(e) => format!("searched the web: {}", e.query),
             EventMsg::SessionConfigured(_)
+            | EventMsg::WebSearchBegin(_)
             | EventMsg::UserMessage(_)
             | EventMsg::AgentMessageDelta(_)
             | EventMsg::AgentMessage(_)

@@ -152,6 +152,7 @@ mod tests {
             json!({"type": "exited_review_mode", "id": "i8", "review": "the changes",
                 "output": null}),
             json!({"type": "context_compaction", "id": "i9", "status": "completed"}),
+            json!({"type": "web_search", "id": "ws_1", "query": "rust landlock abi"}),
         ]
     }
 
@@ -219,6 +220,7 @@ mod tests {
             ThreadItem::EnteredReviewMode(_) => 6,
             ThreadItem::ExitedReviewMode(_) => 7,
             ThreadItem::ContextCompaction(_) => 8,
+            ThreadItem::WebSearch(_) => 9,
         }
     }
 
@@ -270,7 +272,7 @@ mod tests {
 
     #[test]
     fn every_item_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadItem>(items(), item_kind, 9);
+        reads_back::<ThreadItem>(items(), item_kind, 10);
     }
 
     #[test]

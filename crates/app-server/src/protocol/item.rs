@@ -101,6 +101,28 @@ pub enum ThreadItem {
         /// Item id.
         id: String,
     },
+    /// A search by the provider's hosted web search.
+    #[serde(rename_all = "camelCase")]
+    WebSearch {
+        /// Item id.
+        id: String,
+        /// What was searched for.
+        query: String,
+        /// What the search did, when known.
+        action: Option<WebSearchAction>,
+    },
+}
+
+/// What a web search did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum WebSearchAction {
+    /// Searched for `query`.
+    #[serde(rename_all = "camelCase")]
+    Search {
+        /// The query.
+        query: Option<String>,
+    },
 }
 
 /// Who ran a command.

@@ -57,7 +57,10 @@ fn a_png_reaches_the_model_and_what_cannot_be_shown_is_a_tool_error() {
     assert!(offered.contains(&"view_image"), "{offered:?}");
     let shown = output_of(&requests[1], "c1");
     let parts = shown.as_array().unwrap();
-    assert_eq!(parts.last().unwrap(), &json!({"type": "input_image", "image_url": PNG_URL}));
+    assert_eq!(
+        parts.last().unwrap(),
+        &json!({"type": "input_image", "image_url": PNG_URL})
+    );
     for (n, call, why) in [
         (2, "c2", "is not a PNG, JPEG, GIF or WebP image"),
         (3, "c3", "larger than the 10 MiB"),
@@ -65,7 +68,10 @@ fn a_png_reaches_the_model_and_what_cannot_be_shown_is_a_tool_error() {
     ] {
         let told = output_of(&requests[n], call);
         let told = told.as_str().unwrap_or_else(|| panic!("{told}"));
-        assert!(told.starts_with("view_image failed: ") && told.contains(why), "{told}");
+        assert!(
+            told.starts_with("view_image failed: ") && told.contains(why),
+            "{told}"
+        );
     }
 }
 
@@ -96,5 +102,8 @@ fn on_chat_the_image_follows_the_tool_message_as_an_image_url() {
         .flatten()
         .filter(|part| part["type"] == "image_url")
         .collect();
-    assert_eq!(images, [&json!({"type": "image_url", "image_url": {"url": PNG_URL}})]);
+    assert_eq!(
+        images,
+        [&json!({"type": "image_url", "image_url": {"url": PNG_URL}})]
+    );
 }

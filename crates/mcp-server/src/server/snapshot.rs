@@ -167,6 +167,8 @@ fn bounded(mut msg: EventMsg) -> EventMsg {
         | EventMsg::EnteredReviewMode(_)
         | EventMsg::ExitedReviewMode(_)
         | EventMsg::ContextCompacted(_)
+        | EventMsg::WebSearchBegin(_)
+        | EventMsg::WebSearchEnd(_)
         | EventMsg::ShutdownComplete => {}
     }
     msg

@@ -1,9 +1,9 @@
-//! Images as user input: `localImage {path}` and `image {url}` reach the model as image
-//! parts of the user's message.
+//! Input and output beyond text: `localImage {path}` and `image {url}` reach the model as
+//! image parts of the user's message; a hosted web search is a `webSearch` item.
 
 use deputy_test_support::MockResponse;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::harness::{AppServer, id_of, text_input};
 
@@ -55,4 +55,41 @@ fn an_image_that_cannot_be_read_fails_the_turn_with_its_reason() {
     let said = completed["turn"]["error"]["message"].as_str().unwrap();
     assert!(said.contains("notes.png") && said.contains("not"), "{said}");
     assert!(server.model.requests().is_empty());
+}
+
+#[test]
+fn a_hosted_web_search_is_a_web_search_item() {
+    let server = crate::harness::Setup {
+        top_level: "web_search = \"live\"\n",
+        ..crate::harness::Setup::default()
+    }
+    .start();
+    let thread = server.start_thread();
+    server.model.push(MockResponse::sse(vec![
+        deputy_test_support::responses::created("r1"),
+        deputy_test_support::SseEvent::new(
+            "response.output_item.done",
+            json!({"item": {"type": "web_search_call", "id": "ws_7", "status": "completed",
+                "action": {"type": "search", "query": "tokio 2 release"}}}),
+        ),
+        deputy_test_support::responses::message("m1", "Not yet."),
+        deputy_test_support::responses::completed("r1"),
+    ]));
+    let request = server.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [text_input("is tokio 2 out?")]}),
+    );
+    let turn = id_of(&server.result(request)["turn"]);
+    assert_eq!(server.turn_completed(&turn)["turn"]["status"], "completed");
+    let search = json!({"type": "webSearch", "id": "ws_7", "query": "tokio 2 release",
+        "action": {"type": "search", "query": "tokio 2 release"}});
+    for method in ["item/started", "item/completed"] {
+        let items: Vec<Value> = server
+            .notifications(method)
+            .into_iter()
+            .map(|params| params["item"].clone())
+            .filter(|item| item["type"] == "webSearch")
+            .collect();
+        assert_eq!(items, [search.clone()], "{method}");
+    }
 }
