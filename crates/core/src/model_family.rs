@@ -108,10 +108,7 @@ impl Tools {
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a table row, one argument per column"
-)]
+/// A row of the table, one argument per column.
 const fn row(
     prefix: &'static str,
     infix: &'static str,

@@ -90,6 +90,6 @@ fn a_hosted_web_search_is_a_web_search_item() {
             .map(|params| params["item"].clone())
             .filter(|item| item["type"] == "webSearch")
             .collect();
-        assert_eq!(items, [search.clone()], "{method}");
+        assert_eq!(items, std::slice::from_ref(&search), "{method}");
     }
 }
