@@ -263,3 +263,35 @@ fn debug_model_request_prints_the_first_request_exec_sends_with_its_secrets_reda
     );
     assert!(sent.raw_body.contains("make check"));
 }
+
+#[test]
+fn a_freeform_apply_patch_call_edits_the_file_and_is_answered_as_a_custom_tool() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let patch = "*** Begin Patch\n*** Add File: notes.md\n+# Notes\n+first line\n*** End Patch\n";
+    server.push_all([
+        MockResponse::sse(vec![
+            responses::created("r1"),
+            SseEvent::new(
+                "response.output_item.done",
+                json!({"item": {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c1",
+                    "name": "apply_patch", "input": patch}}),
+            ),
+            responses::completed("r1"),
+        ]),
+        MockResponse::text_turn("Added notes.md."),
+    ]);
+    exec(&home, &["-m", "gpt-5-codex", "add notes"]).assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(home.workspace().join("notes.md")).unwrap(),
+        "# Notes\nfirst line\n"
+    );
+    let second = &requests(&server, 2)[1].body;
+    let answer = second["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["call_id"] == "c1" && item["type"] == "custom_tool_call_output")
+        .unwrap_or_else(|| panic!("no custom_tool_call_output in {second}"));
+    assert!(answer["output"].as_str().unwrap().contains("notes.md"), "{answer}");
+}
