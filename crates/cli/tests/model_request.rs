@@ -293,5 +293,8 @@ fn a_freeform_apply_patch_call_edits_the_file_and_is_answered_as_a_custom_tool()
         .iter()
         .find(|item| item["call_id"] == "c1" && item["type"] == "custom_tool_call_output")
         .unwrap_or_else(|| panic!("no custom_tool_call_output in {second}"));
-    assert!(answer["output"].as_str().unwrap().contains("notes.md"), "{answer}");
+    assert!(
+        answer["output"].as_str().unwrap().contains("notes.md"),
+        "{answer}"
+    );
 }
