@@ -217,7 +217,9 @@ impl ModelFamily {
             plan_tool: true,
             images,
             view_image_tool: images,
-            web_search: row.is_some_and(|row| row.web_search),
+            // Of a model it does not know, deputy cannot say: whoever turned the hosted
+            // search on decides.
+            web_search: row.is_none_or(|row| row.web_search),
             hosted_web_search: None,
             parallel_tool_calls: false,
         }
@@ -343,7 +345,11 @@ mod tests {
     fn an_unknown_model_gets_the_generic_family() {
         let generic = ModelFamily::builtin("mock-model");
         assert_eq!(generic.family, "");
-        assert!(!generic.images && !generic.web_search && !generic.parallel_tool_calls);
+        assert!(!generic.images && !generic.parallel_tool_calls);
+        assert!(
+            generic.web_search,
+            "offered when the configuration turns it on"
+        );
         assert!(!generic.reasoning && !generic.view_image_tool);
         assert_eq!(generic.shell_tool, ShellToolKind::ShellAndShellCommand);
         assert_eq!(generic.apply_patch_tool, ApplyPatchToolKind::Function);

@@ -180,11 +180,25 @@ fn the_other_families_get_their_own_tool_forms_with_codex_shapes() {
         (Some("function"), json!(["input"]))
     );
 
-    // A model deputy does not know: the generic set, no reasoning fields.
+    // A model deputy does not know: the generic set, no reasoning fields, the web search
+    // when it is turned on.
     let (generic, id, _) = first_request(&["-c", "web_search=\"live\""], false);
     assert_tools(
         "generic",
         &generic,
+        &[
+            "shell",
+            "shell_command",
+            "apply_patch",
+            "update_plan",
+            "web_search",
+        ],
+    );
+    // A model known to have no hosted search does not get it.
+    let (gpt4, _, _) = first_request(&["-m", "gpt-4", "-c", "web_search=\"live\""], false);
+    assert_tools(
+        "gpt-4",
+        &gpt4,
         &["shell", "shell_command", "apply_patch", "update_plan"],
     );
     assert_eq!(generic.get("reasoning"), None);
