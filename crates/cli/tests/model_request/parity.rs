@@ -258,3 +258,65 @@ fn on_chat_the_same_tools_are_functions_with_the_same_schemas_and_no_web_search(
         "{warnings:?}"
     );
 }
+
+#[test]
+fn the_patch_grammar_sent_to_the_model_accepts_patches_and_refuses_other_text() {
+    let python = deputy_test_support::python_with_lark().unwrap_or_else(|e| panic!("{e}"));
+    let (body, _, _) = first_request(&["-m", "gpt-5-codex"], false);
+    let tool = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "apply_patch")
+        .unwrap();
+    let grammar = tool["format"]["definition"].as_str().unwrap();
+    // The worked example the instructions teach, as the model reads it.
+    let instructions = body["instructions"].as_str().unwrap();
+    let start = instructions
+        .find("*** Begin Patch\n*** Update File")
+        .unwrap();
+    let end = start + instructions[start..].find("*** End Patch").unwrap();
+    let example = format!("{}*** End Patch\n", &instructions[start..end]);
+    let accepted = [
+        example.as_str(),
+        "*** Begin Patch\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-old\n+new\n*** End of File\n*** End Patch\n",
+        "*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch",
+    ];
+    let refused = [
+        "fix the bug",
+        "*** Begin Patch\n*** Add File: x\n+never closed\n",
+        "*** Begin Patch\n*** End Patch\n",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("patch.lark"), grammar).unwrap();
+    let cases = json!({"accepted": accepted, "refused": refused});
+    std::fs::write(dir.path().join("cases.json"), cases.to_string()).unwrap();
+    let script = "import json, sys\nfrom lark import Lark\n\
+        g = open(sys.argv[1]).read()\n\
+        cases = json.load(open(sys.argv[2]))\n\
+        for algo in ('lalr', 'earley'):\n\
+        \x20   p = Lark(g, start='start', parser=algo)\n\
+        \x20   for text in cases['accepted']:\n\
+        \x20       p.parse(text)\n\
+        \x20   for text in cases['refused']:\n\
+        \x20       try:\n\
+        \x20           p.parse(text)\n\
+        \x20       except Exception:\n\
+        \x20           continue\n\
+        \x20       sys.exit(algo + ' accepted: ' + repr(text))\n\
+        print('ok')\n";
+    let run = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("patch.lark"))
+        .arg(dir.path().join("cases.json"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "ok\n");
+}
