@@ -146,17 +146,32 @@ struct Following {
 
 impl Following {
     async fn run(mut self, mut events: Subscription, mut inbox: mpsc::Receiver<Command>) {
+        let mut client_here = true;
         loop {
             tokio::select! {
                 // Commands first: a response must precede the events its request causes.
                 biased;
-                Some(command) = inbox.recv() => self.command(command).await,
+                command = inbox.recv(), if client_here => match command {
+                    Some(command) => self.command(command).await,
+                    // The client left: the turns it started stop, as they would with
+                    // its process; their ends are still reported while it may read.
+                    None => {
+                        client_here = false;
+                        for turn_id in &self.open_turns {
+                            let _ = self.thread.interrupt(turn_id);
+                        }
+                    }
+                },
                 next = events.next() => match next {
                     Some(Ok(event)) => self.event(&event).await,
                     // Fell behind a slow client: continue from the last event sent.
                     Some(Err(_lagged)) => events = events.resubscribe(),
                     None => break,
                 },
+            }
+            // Gone, and nothing of its own left to report: the thread may unload.
+            if !client_here && self.open_turns.is_empty() {
+                break;
             }
         }
         // The thread stopped: whatever still waits gets an answer.

@@ -40,10 +40,9 @@ impl DeputyServer {
     /// calls stop sending it events and just finish.
     pub fn new(
         manager: Arc<ThreadManager>,
-        layers: ConfigLayers,
+        layers: Arc<ConfigLayers>,
         client_gone: CancellationToken,
     ) -> Self {
-        let layers = Arc::new(layers);
         let conversations = Arc::new(Conversations::new(
             manager.clone(),
             layers.clone(),
