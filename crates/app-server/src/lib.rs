@@ -9,7 +9,7 @@
 //!   translation (`translate`) and asking its approval questions through the driver's
 //!   `ApprovalRouter`.
 //! - [`serve_connection`]: one client on any message transport (stdio lines, or one
-//!   WebSocket connection) over threads the listener owns;
+//!   WebSocket connection of [`run_websocket_server`]) over threads the listener owns;
 //!   `outgoing`: the typed face of its bounded output queue; [`ListenAddress`]: where
 //!   to serve (`--listen`).
 //!
@@ -28,6 +28,7 @@ pub mod schema;
 mod server;
 mod shapes;
 mod translate;
+mod websocket;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -48,6 +49,7 @@ use crate::server::{Inbound, Server};
 
 pub use listen::{ListenAddress, ListenError};
 pub use schema::{SchemaError, write_json_schema};
+pub use websocket::run_websocket_server;
 
 /// How many client requests may wait for the dispatcher; beyond that the server answers
 /// -32001 "Server overloaded; retry later."
@@ -73,6 +75,9 @@ pub enum ServeError {
     /// config.toml (or a `-c` override) does not load.
     #[error("loading configuration: {0}")]
     Config(#[from] ConfigError),
+    /// The listening socket could not be opened.
+    #[error("{0}")]
+    Listen(String),
 }
 
 /// Serves the app-server protocol on stdin/stdout until the client closes stdin (then

@@ -10,6 +10,8 @@
 
 mod compat;
 mod framed;
+mod http;
+mod mrtr;
 mod progress;
 #[cfg(test)]
 mod random_input;
@@ -34,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compat::Compat;
 
+pub use http::{HttpOptions, MCP_PATH, run_http_server};
 pub use server::DeputyServer;
 
 /// How long in-flight calls get to deliver their last messages after the client left.
