@@ -293,7 +293,9 @@ mod tests {
             let lock: serde_json::Value = serde_json::from_str(packages.package_lock).unwrap();
             for (package, version) in packages.packages {
                 // An aliased package (`npm:name@version`) pins its version at the end.
-                let spec = manifest["dependencies"][package].as_str().unwrap_or_default();
+                let spec = manifest["dependencies"][package]
+                    .as_str()
+                    .unwrap_or_default();
                 assert!(
                     spec == *version || spec.ends_with(&format!("@{version}")),
                     "{package}: {spec}"
