@@ -8,7 +8,7 @@ use deputy_core::rollout::{
     RolloutError, RolloutItem, find_rollout, list_sessions, read_rollout, repair_thread,
     resolve_thread_id, threads_needing_repair,
 };
-use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, legacy_events};
+use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, codex_events};
 
 /// Lines of a tool's output shown by `sessions show`; the rest is counted.
 const OUTPUT_LINES: usize = 20;
@@ -131,8 +131,8 @@ fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {
         }
         RolloutItem::ResponseItem(item) => render_item(item, out),
         RolloutItem::Event(event) => {
-            for legacy in legacy_events(event) {
-                render_event(&legacy.msg, out);
+            for codex in codex_events(event) {
+                render_event(&codex.msg, out);
             }
         }
         RolloutItem::EventMsg(msg) => render_event(msg, out),
@@ -184,7 +184,7 @@ fn render_item(item: &ResponseItem, out: &mut String) {
         ResponseItem::Message { role, .. } if role == "user" || role == "assistant" => {
             labelled(out, role, &item.message_text().unwrap_or_default());
         }
-        ResponseItem::Message { .. } | ResponseItem::Other => {}
+        ResponseItem::Message { .. } | ResponseItem::Other(_) => {}
         ResponseItem::Reasoning { summary, .. } => {
             let text: String = summary
                 .iter()
@@ -195,11 +195,20 @@ fn render_item(item: &ResponseItem, out: &mut String) {
             }
         }
         ResponseItem::FunctionCall {
-            name, arguments, ..
+            name,
+            namespace,
+            arguments,
+            ..
         } => {
-            out.push_str(&format!("tool {name} {arguments}\n"));
+            let namespace = namespace.as_deref().unwrap_or_default();
+            out.push_str(&format!("tool {namespace}{name} {arguments}\n"));
         }
-        ResponseItem::FunctionCallOutput { output, .. } => {
+        ResponseItem::CustomToolCall { name, input, .. } => {
+            out.push_str(&format!("tool {name} {input}\n"));
+        }
+        ResponseItem::FunctionCallOutput { output, .. }
+        | ResponseItem::CustomToolCallOutput { output, .. } => {
+            let output = output.text();
             let lines: Vec<&str> = output.lines().collect();
             for line in lines.iter().take(OUTPUT_LINES) {
                 out.push_str(&format!("  │ {line}\n"));

@@ -5,21 +5,23 @@
 //! It runs before a model request that would pass the auto-compact limit, after a
 //! provider's "context too long" error (then the request is retried once), or as a
 //! turn of its own on `Op::Compact`. The summary request is itself kept within the
-//! window: the oldest tool outputs are dropped from it first, then the oldest items,
-//! never the initial context or the current task. Failing to compact ends the turn
+//! window: the oldest images are dropped from it first, then the oldest tool outputs,
+//! then the oldest items, never the initial context or the current task. Failing to compact ends the turn
 //! with an error; it is never retried in a loop.
 
 use std::collections::{HashMap, HashSet};
 
 use deputy_protocol::{
-    ContextCompactionItem, ContextCompactionStatus, ResponseItem, ThreadEventMsg, ThreadItem,
-    WarningEvent,
+    ContentItem, ContextCompactionItem, ContextCompactionStatus, FunctionOutput, OutputContentItem,
+    ResponseItem, ThreadEventMsg, ThreadItem, WarningEvent,
 };
 
 use crate::client::Prompt;
+use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::context_window::{self, item_bytes, tokens_for_bytes};
 use crate::instructions;
-use crate::turn::{Sampled, TurnContext, TurnStop, Visibility, new_item_id, sample_with_retries};
+use crate::model_family::ModelFamily;
+use crate::sampling::{Sampled, Visibility, sample_with_retries};
 
 /// deputy's own request for a summary, used unless `compact_prompt` replaces it.
 pub const DEFAULT_COMPACT_PROMPT: &str = include_str!("prompts/compact_prompt.md");
@@ -40,6 +42,9 @@ const SUMMARY_ATTEMPTS: usize = 3;
 
 /// What the output of a tool call reads once dropped from a summary request.
 const DROPPED_OUTPUT: &str = "[output dropped to fit the summary request]";
+
+/// What an image becomes once dropped from a summary request.
+const DROPPED_IMAGE: &str = "[image dropped to fit the summary request]";
 
 /// Why the history is being compacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,13 +106,16 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
         .as_deref()
         .filter(|prompt| !prompt.trim().is_empty())
         .unwrap_or(DEFAULT_COMPACT_PROMPT);
-    let instructions = instructions::base_instructions(config);
+    let instructions = ModelFamily::for_config(config)
+        .base_instructions
+        .into_owned();
     let mut budget = summary_budget(config.context_window(), config.auto_compact_token_limit());
     for _ in 0..SUMMARY_ATTEMPTS {
         let fitted = fit_summary_request(history, compact_prompt, &instructions, budget)
             .map_err(TurnStop::Compaction)?;
-        if fitted.dropped_outputs > 0 || fitted.dropped_items > 0 {
+        if fitted.dropped_images > 0 || fitted.dropped_outputs > 0 || fitted.dropped_items > 0 {
             tracing::info!(
+                images = fitted.dropped_images,
                 outputs = fitted.dropped_outputs,
                 items = fitted.dropped_items,
                 "left old items out of the summary request to fit the context window"
@@ -118,6 +126,7 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
             instructions: instructions.clone(),
             input: fitted.input,
             tools: Vec::new(),
+            parallel_tool_calls: false,
             // The summary is prose for the next model call, whatever the answer's format.
             output_schema: None,
             reasoning_effort: ctx.config.model_reasoning_effort.clone(),
@@ -167,15 +176,18 @@ struct FittedRequest {
     input: Vec<ResponseItem>,
     /// Its estimated size, instructions included.
     tokens: u64,
+    /// Images replaced by a placeholder.
+    dropped_images: usize,
     /// Tool outputs replaced by a placeholder.
     dropped_outputs: usize,
     /// Items left out entirely.
     dropped_items: usize,
 }
 
-/// `history` plus the compact prompt, within `budget` tokens: the oldest tool
-/// outputs are emptied first, then the oldest items are left out (a call with its
-/// output), but never the initial context, the latest user message or the prompt.
+/// `history` plus the compact prompt, within `budget` tokens: the oldest images are
+/// dropped first, then the oldest tool outputs emptied, then the oldest items left out
+/// (a call with its output), but never the initial context, the latest user message or
+/// the prompt.
 fn fit_summary_request(
     history: &[ResponseItem],
     compact_prompt: &str,
@@ -190,6 +202,7 @@ fn fit_summary_request(
     let mut fitted = FittedRequest {
         tokens: tokens_for_bytes(bytes),
         input: Vec::new(),
+        dropped_images: 0,
         dropped_outputs: 0,
         dropped_items: 0,
     };
@@ -203,21 +216,35 @@ fn fit_summary_request(
         fitted.tokens = tokens_for_bytes(bytes);
     };
 
-    // 1. Tool outputs, oldest first: usually the bulk, and the least needed later.
+    // 1. Images, oldest first: each costs as much as a page of text, and a summary
+    //    cannot keep one anyway.
     for (at, item) in input.iter_mut().enumerate() {
         if fitted.tokens <= budget {
             break;
         }
-        if let ResponseItem::FunctionCallOutput { output, .. } = item
-            && output != DROPPED_OUTPUT
+        let dropped = drop_images(item);
+        if dropped > 0 {
+            fitted.dropped_images += dropped;
+            shrink(at, item_bytes(item), &mut fitted);
+        }
+    }
+
+    // 2. Tool outputs, oldest first: usually the bulk, and the least needed later.
+    for (at, item) in input.iter_mut().enumerate() {
+        if fitted.tokens <= budget {
+            break;
+        }
+        if let ResponseItem::FunctionCallOutput { output, .. }
+        | ResponseItem::CustomToolCallOutput { output, .. } = item
+            && *output != *DROPPED_OUTPUT
         {
-            *output = DROPPED_OUTPUT.to_string();
+            *output = DROPPED_OUTPUT.into();
             fitted.dropped_outputs += 1;
             shrink(at, item_bytes(item), &mut fitted);
         }
     }
 
-    // 2. Whole items, oldest first, keeping what the task cannot do without.
+    // 3. Whole items, oldest first, keeping what the task cannot do without.
     let context_len = input
         .iter()
         .take_while(|item| instructions::is_initial_context(item))
@@ -230,10 +257,7 @@ fn fit_summary_request(
     let outputs: HashMap<&str, usize> = input
         .iter()
         .enumerate()
-        .filter_map(|(at, item)| match item {
-            ResponseItem::FunctionCallOutput { call_id, .. } => Some((call_id.as_str(), at)),
-            _ => None,
-        })
+        .filter_map(|(at, item)| Some((item.answered_call_id()?, at)))
         .collect();
     let mut keep = vec![true; input.len()];
     for at in context_len..prompt_at {
@@ -247,8 +271,8 @@ fn fit_summary_request(
         fitted.dropped_items += 1;
         shrink(at, 0, &mut fitted);
         // A call goes with its output: the API refuses either one alone.
-        if let ResponseItem::FunctionCall { call_id, .. } = &input[at]
-            && let Some(&output_at) = outputs.get(call_id.as_str())
+        if let Some((call_id, _)) = input[at].tool_call()
+            && let Some(&output_at) = outputs.get(call_id)
             && output_at < prompt_at
             && keep[output_at]
         {
@@ -273,19 +297,48 @@ fn fit_summary_request(
     Ok(fitted)
 }
 
-/// Removes function call outputs whose call is not in `items`.
+/// Removes tool call outputs whose call is not in `items`.
 fn drop_orphan_outputs(items: &mut Vec<ResponseItem>) {
     let calls: HashSet<String> = items
         .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCall { call_id, .. } => Some(call_id.clone()),
-            _ => None,
-        })
+        .filter_map(|item| Some(item.tool_call()?.0.to_string()))
         .collect();
-    items.retain(|item| match item {
-        ResponseItem::FunctionCallOutput { call_id, .. } => calls.contains(call_id),
-        _ => true,
-    });
+    items.retain(|item| item.answered_call_id().is_none_or(|id| calls.contains(id)));
+}
+
+/// Replaces the images `item` carries with a note; returns how many there were.
+fn drop_images(item: &mut ResponseItem) -> usize {
+    let mut dropped = 0;
+    match item {
+        ResponseItem::Message { content, .. } => {
+            for part in content.iter_mut() {
+                if let ContentItem::InputImage { .. } = part {
+                    *part = ContentItem::InputText {
+                        text: DROPPED_IMAGE.to_string(),
+                    };
+                    dropped += 1;
+                }
+            }
+        }
+        ResponseItem::FunctionCallOutput { output, .. }
+        | ResponseItem::CustomToolCallOutput { output, .. } => {
+            if let FunctionOutput::Content(parts) = output {
+                for part in parts.iter_mut() {
+                    if let OutputContentItem::InputImage { .. } = part {
+                        *part = OutputContentItem::InputText {
+                            text: DROPPED_IMAGE.to_string(),
+                        };
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        ResponseItem::Reasoning { .. }
+        | ResponseItem::FunctionCall { .. }
+        | ResponseItem::CustomToolCall { .. }
+        | ResponseItem::Other(_) => {}
+    }
+    dropped
 }
 
 fn is_user_message(item: &ResponseItem) -> bool {
@@ -359,6 +412,7 @@ mod tests {
         ResponseItem::FunctionCall {
             id: None,
             name: "shell".into(),
+            namespace: None,
             arguments: "{}".into(),
             call_id: id.into(),
         }
@@ -377,6 +431,7 @@ mod tests {
             .map(|item| match item {
                 ResponseItem::FunctionCall { call_id, .. } => format!("call {call_id}"),
                 ResponseItem::FunctionCallOutput { call_id, output } => {
+                    let output = output.text();
                     format!("output {call_id}: {}", &output[..output.len().min(12)])
                 }
                 other => other.message_text().unwrap_or_default(),
@@ -455,6 +510,49 @@ mod tests {
         assert!(texts.contains(&format!("output c1: {}", &DROPPED_OUTPUT[..12])));
         assert!(texts.contains(&"output c2: bbbbbbbbbbbb".to_string()));
         assert!(fitted.tokens <= 1500);
+    }
+
+    #[test]
+    fn images_go_before_anything_else() {
+        let image_url = format!("data:image/png;base64,{}", "A".repeat(100_000));
+        let mut history = history();
+        history.insert(
+            2,
+            ResponseItem::Message {
+                id: None,
+                role: "user".into(),
+                content: vec![
+                    ContentItem::InputText {
+                        text: "what is this?".into(),
+                    },
+                    ContentItem::InputImage {
+                        image_url: image_url.clone(),
+                    },
+                ],
+            },
+        );
+        history.push(call("c3"));
+        history.push(ResponseItem::FunctionCallOutput {
+            call_id: "c3".into(),
+            output: FunctionOutput::Content(vec![OutputContentItem::InputImage { image_url }]),
+        });
+        // The texts take ~2,100 tokens, each image 1,000: dropping both images fits 2,500.
+        let fitted = fit_summary_request(&history, "summarize", "sys", Some(2_500)).unwrap();
+        assert_eq!(
+            (
+                fitted.dropped_images,
+                fitted.dropped_outputs,
+                fitted.dropped_items
+            ),
+            (2, 0, 0)
+        );
+        let images = fitted
+            .input
+            .iter()
+            .flat_map(context_window::image_urls)
+            .count();
+        assert_eq!(images, 0);
+        assert!(texts(&fitted.input).contains(&format!("what is this?{DROPPED_IMAGE}")));
     }
 
     #[test]

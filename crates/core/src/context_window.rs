@@ -1,7 +1,7 @@
 //! How much context a model takes, and how much a request uses.
 //!
-//! The window comes from `model_context_window` when set, else from a built-in
-//! table of common models. Compaction starts at `model_auto_compact_token_limit`,
+//! The window is the model family's (`model_context_window` when set, else the
+//! built-in table's). Compaction starts at `model_auto_compact_token_limit`,
 //! by default 90 % of the window. What a request uses is known from the
 //! provider's usage report of the previous response plus an estimate (about four
 //! bytes per token) of what was added since; servers that report no usage get the
@@ -9,8 +9,9 @@
 
 use deputy_protocol::{ContentItem, ResponseItem, TokenUsage};
 
-use crate::client::Prompt;
+use crate::client::{Prompt, ToolSpec};
 use crate::config::Config;
+use crate::model_family::ModelFamily;
 
 /// Share of the context window at which compaction starts, unless configured.
 const AUTO_COMPACT_PERCENT: u64 = 90;
@@ -19,62 +20,10 @@ const AUTO_COMPACT_PERCENT: u64 = 90;
 /// average close to four).
 pub(crate) const BYTES_PER_TOKEN: usize = 4;
 
-/// Context windows (input tokens) of common models, by name prefix; the longest
-/// matching prefix wins. Numbers are the providers' published limits.
-const KNOWN_WINDOWS: &[(&str, u64)] = &[
-    // OpenAI: the gpt-5 family takes 400k in total, of which 128k are output.
-    ("gpt-5", 272_000),
-    ("gpt-4.1", 1_047_576),
-    ("gpt-4o", 128_000),
-    ("gpt-4-turbo", 128_000),
-    ("gpt-4", 8_192),
-    ("gpt-3.5-turbo", 16_385),
-    ("gpt-oss", 131_072),
-    ("codex-mini", 200_000),
-    ("o1-mini", 128_000),
-    ("o1", 200_000),
-    ("o3", 200_000),
-    ("o4-mini", 200_000),
-    // Open models as local servers name them (`qwen2.5-coder:7b`, `llama3.1:8b`…).
-    ("qwen2.5-coder", 32_768),
-    ("qwen2.5", 32_768),
-    ("qwen3-coder", 262_144),
-    ("qwen3", 40_960),
-    ("llama3.1", 131_072),
-    ("llama3.2", 131_072),
-    ("llama3.3", 131_072),
-    ("llama-3.1", 131_072),
-    ("llama-3.2", 131_072),
-    ("llama-3.3", 131_072),
-    ("llama3", 8_192),
-    ("llama-3", 8_192),
-    ("deepseek-coder-v2", 163_840),
-    ("codestral", 256_000),
-    ("devstral", 131_072),
-    ("mistral-small", 131_072),
-    ("gemma3", 131_072),
-];
-
-/// The built-in context window of `model`, if the table knows it. A provider
-/// prefix (`openai/gpt-5`, `Qwen/Qwen2.5-Coder-7B`) is ignored and case does not matter.
-pub fn builtin_context_window(model: &str) -> Option<u64> {
-    let name = model
-        .rsplit('/')
-        .next()
-        .unwrap_or(model)
-        .to_ascii_lowercase();
-    KNOWN_WINDOWS
-        .iter()
-        .filter(|(prefix, _)| name.starts_with(prefix))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|&(_, window)| window)
-}
-
 impl Config {
-    /// The model's context window: `model_context_window`, else the built-in table's.
+    /// The model's context window: `model_context_window`, else its family's.
     pub fn context_window(&self) -> Option<u64> {
-        self.model_context_window
-            .or_else(|| builtin_context_window(&self.model))
+        ModelFamily::for_config(self).context_window
     }
 
     /// Tokens of context past which the history is compacted before the next request:
@@ -100,17 +49,27 @@ pub(crate) fn item_bytes(item: &ResponseItem) -> usize {
     // Serializing plain data cannot fail; an empty count errs on the small side.
     let bytes = serde_json::to_string(item).map_or(0, |text| text.len());
     // An image costs the model about a thousand tokens whatever its encoded size.
-    let images = match item {
-        ResponseItem::Message { content, .. } => content
-            .iter()
-            .filter_map(|part| match part {
-                ContentItem::InputImage { image_url } => Some(image_url.len()),
+    let (count, url_bytes) =
+        image_urls(item).fold((0, 0), |(count, sum), url| (count + 1, sum + url.len()));
+    bytes.saturating_sub(url_bytes) + count * IMAGE_BYTES
+}
+
+/// The URLs of the images an item carries: a message's image parts, a tool output's images.
+pub(crate) fn image_urls(item: &ResponseItem) -> Box<dyn Iterator<Item = &str> + '_> {
+    match item {
+        ResponseItem::Message { content, .. } => {
+            Box::new(content.iter().filter_map(|part| match part {
+                ContentItem::InputImage { image_url } => Some(image_url.as_str()),
                 ContentItem::InputText { .. } | ContentItem::OutputText { .. } => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    bytes.saturating_sub(images.iter().sum::<usize>()) + images.len() * IMAGE_BYTES
+            }))
+        }
+        ResponseItem::FunctionCallOutput { output, .. }
+        | ResponseItem::CustomToolCallOutput { output, .. } => Box::new(output.image_urls()),
+        ResponseItem::Reasoning { .. }
+        | ResponseItem::FunctionCall { .. }
+        | ResponseItem::CustomToolCall { .. }
+        | ResponseItem::Other(_) => Box::new(std::iter::empty()),
+    }
 }
 
 /// What one image is counted as, in bytes of text (≈ 1,000 tokens).
@@ -118,11 +77,7 @@ const IMAGE_BYTES: usize = 4_000;
 
 /// Estimated tokens of a whole request: instructions, tool specs and history.
 pub(crate) fn estimate_prompt_tokens(prompt: &Prompt) -> u64 {
-    let tools: usize = prompt
-        .tools
-        .iter()
-        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
-        .sum();
+    let tools: usize = prompt.tools.iter().map(ToolSpec::text_bytes).sum();
     let history: usize = prompt.input.iter().map(item_bytes).sum();
     tokens_for_bytes(prompt.instructions.len() + tools + history)
 }
@@ -171,24 +126,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_matches_names_as_providers_spell_them() {
-        assert_eq!(builtin_context_window("gpt-5-codex"), Some(272_000));
-        assert_eq!(builtin_context_window("gpt-5.1-mini"), Some(272_000));
-        assert_eq!(builtin_context_window("gpt-4.1-mini"), Some(1_047_576));
-        assert_eq!(builtin_context_window("gpt-4o-mini"), Some(128_000));
-        assert_eq!(builtin_context_window("o1-mini"), Some(128_000));
-        assert_eq!(builtin_context_window("o3-pro"), Some(200_000));
-        assert_eq!(builtin_context_window("qwen2.5-coder:7b"), Some(32_768));
-        assert_eq!(
-            builtin_context_window("Qwen/Qwen2.5-Coder-32B-Instruct"),
-            Some(32_768)
-        );
-        assert_eq!(builtin_context_window("llama3.1:8b"), Some(131_072));
-        assert_eq!(builtin_context_window("llama3:8b"), Some(8_192));
-        assert_eq!(builtin_context_window("mock-model"), None);
-    }
-
-    #[test]
     fn a_reported_usage_counts_and_only_what_came_after_is_estimated() {
         let prompt = Prompt {
             input: vec![
@@ -209,6 +146,30 @@ mod tests {
         // No report: the whole request is estimated.
         let whole = context_tokens(&prompt, None);
         assert!((1_000..1_100).contains(&whole), "{whole}");
+    }
+
+    #[test]
+    fn an_image_counts_as_a_thousand_tokens_in_a_message_or_a_tool_output() {
+        use deputy_protocol::{FunctionOutput, OutputContentItem};
+        let image_url = format!("data:image/png;base64,{}", "A".repeat(1_000_000));
+        let message = ResponseItem::Message {
+            id: None,
+            role: "user".into(),
+            content: vec![ContentItem::InputImage {
+                image_url: image_url.clone(),
+            }],
+        };
+        let output = ResponseItem::FunctionCallOutput {
+            call_id: "c".into(),
+            output: FunctionOutput::Content(vec![OutputContentItem::InputImage { image_url }]),
+        };
+        for item in [message, output] {
+            let tokens = tokens_for_bytes(item_bytes(&item));
+            assert!(
+                (1_000..1_100).contains(&tokens),
+                "{tokens} tokens for {item:.80?}"
+            );
+        }
     }
 
     #[test]

@@ -1,19 +1,10 @@
-//! What the model is told besides the user's words.
+//! What the model is told besides the user's words and its family's system
+//! instructions (`model_family.rs`).
 
 use deputy_protocol::{AskForApproval, ResponseItem, SandboxMode};
 
 use crate::config::Config;
 use crate::project_doc;
-
-const BASE_INSTRUCTIONS: &str = include_str!("prompts/base_instructions.md");
-
-/// System instructions: the caller's `base-instructions`, else deputy's own.
-pub(crate) fn base_instructions(config: &Config) -> String {
-    config
-        .base_instructions
-        .clone()
-        .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string())
-}
 
 /// The AGENTS.md instructions message for a new thread, when there are any, and warnings
 /// about files that were skipped or cut, for the user. Read off the async runtime.

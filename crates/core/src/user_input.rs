@@ -31,6 +31,14 @@ pub enum ImageError {
         /// The file.
         path: PathBuf,
     },
+    /// An image URL that cannot be sent.
+    #[error("cannot send the image {url}: {reason}")]
+    Url {
+        /// The URL (its start, for a long `data:` URL).
+        url: String,
+        /// Why.
+        reason: &'static str,
+    },
     /// The file is larger than [`MAX_IMAGE_BYTES`].
     #[error("image {} is {size} bytes, more than the 10 MiB deputy sends", path.display())]
     TooLarge {
@@ -72,6 +80,10 @@ pub(crate) async fn user_message(
                     })??;
                 content.push(ContentItem::InputImage { image_url });
             }
+            InputItem::Image { url } => {
+                check_image_url(&url)?;
+                content.push(ContentItem::InputImage { image_url: url });
+            }
         }
     }
     let message = ResponseItem::Message {
@@ -80,6 +92,44 @@ pub(crate) async fn user_message(
         content,
     };
     Ok((message, shown.join("\n")))
+}
+
+/// Checks an image given by URL: an `http(s)` address is the model server's to fetch; a
+/// `data:` URL must be base64 of an image in a format the servers take, within the size
+/// limit (checked from its length and first bytes, without decoding it whole).
+fn check_image_url(url: &str) -> Result<(), ImageError> {
+    let refuse = |reason| {
+        let shown: String = url.chars().take(48).collect();
+        let shown = if shown.len() < url.len() {
+            format!("{shown}…")
+        } else {
+            shown
+        };
+        Err(ImageError::Url { url: shown, reason })
+    };
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    if lower.starts_with("https://") || lower.starts_with("http://") {
+        return Ok(());
+    }
+    let Some(rest) = url.strip_prefix("data:") else {
+        return refuse("only data:, http: and https: image URLs can be sent");
+    };
+    let Some((mime, payload)) = rest.split_once(";base64,") else {
+        return refuse("a data: image URL must be base64 (`data:image/png;base64,…`)");
+    };
+    // Four base64 characters carry three bytes.
+    if payload.len() as u64 > MAX_IMAGE_BYTES.div_ceil(3) * 4 {
+        return refuse("the image is more than the 10 MiB deputy sends");
+    }
+    let head = payload.get(..16).unwrap_or(payload);
+    let head = base64::engine::general_purpose::STANDARD
+        .decode(head)
+        .unwrap_or_default();
+    match image_type(&head) {
+        Some(actual) if actual.eq_ignore_ascii_case(mime) => Ok(()),
+        Some(_) => refuse("the data does not match the URL's image type"),
+        None => refuse("the data is not a PNG, JPEG, GIF or WebP image"),
+    }
 }
 
 /// Reads an image file into a `data:` URL, refusing what is not an image or too large.
@@ -175,6 +225,66 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn image_urls_are_sent_as_given_once_checked() {
+        let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==";
+        let items = vec![
+            InputItem::Text {
+                text: "compare".into(),
+            },
+            InputItem::Image { url: png.into() },
+            InputItem::Image {
+                url: "https://example.com/chart.png".into(),
+            },
+        ];
+        let (message, shown) = user_message(items, Path::new("/")).await.unwrap();
+        assert_eq!(shown, "compare");
+        let ResponseItem::Message { content, .. } = message else {
+            panic!("not a message: {message:?}");
+        };
+        assert_eq!(
+            content[1..],
+            [
+                ContentItem::InputImage {
+                    image_url: png.into()
+                },
+                ContentItem::InputImage {
+                    image_url: "https://example.com/chart.png".into()
+                },
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_image_url_that_cannot_be_sent_is_refused_with_the_reason() {
+        let huge = format!(
+            "data:image/png;base64,iVBORw0KGgo{}",
+            "A".repeat(14 * 1024 * 1024)
+        );
+        let cases = [
+            ("file:///etc/passwd", "only data:, http: and https:"),
+            ("data:image/png,rawbytes", "must be base64"),
+            ("data:image/png;base64,aGVsbG8gd29ybGQ=", "is not a PNG"),
+            (
+                "data:image/jpeg;base64,iVBORw0KGgoAAAANSUhEUg==",
+                "does not match",
+            ),
+            (huge.as_str(), "more than the 10 MiB"),
+        ];
+        for (url, reason) in cases {
+            let items = vec![InputItem::Image { url: url.into() }];
+            let err = user_message(items, Path::new("/")).await.unwrap_err();
+            assert!(
+                matches!(&err, ImageError::Url { .. }) && err.to_string().contains(reason),
+                "{url:.40}: {err}"
+            );
+            assert!(
+                err.to_string().len() < 200,
+                "the message quotes only the URL's start"
+            );
+        }
     }
 
     #[tokio::test]

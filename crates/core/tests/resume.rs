@@ -12,7 +12,7 @@ use deputy_core::config::ConfigLayers;
 use deputy_core::rollout::{SessionSource, find_rollout};
 use deputy_core::{ResumeError, Thread, ThreadManager};
 use deputy_protocol::{SessionConfiguredEvent, ThreadEventMsg};
-use deputy_test_support::{MockModelServer, MockResponse, TestHome};
+use deputy_test_support::{MockModelServer, MockResponse, SseEvent, TestHome, responses};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -45,22 +45,34 @@ async fn configured_event(thread: &Thread, after_seq: u64) -> SessionConfiguredE
         let event = events
             .next()
             .await
-            .expect("the log has a session_configured")
-            .expect("no lag");
+            .expect("the log has a session_configured");
         if let ThreadEventMsg::SessionConfigured(configured) = &event.msg {
             return configured.clone();
         }
     }
 }
 
+/// A hosted tool's call, an item deputy keeps without interpreting it.
+fn web_search_call() -> Value {
+    json!({"type": "web_search_call", "status": "completed",
+           "action": {"type": "search", "query": "deputy plans"}})
+}
+
 fn plan_turn() -> [MockResponse; 2] {
+    let mut searched = web_search_call();
+    searched["id"] = json!("ws_1");
     [
         MockResponse::function_call_turn(
             "call-1",
             "update_plan",
             json!({"plan": [{"step": "look", "status": "completed"}]}),
         ),
-        MockResponse::text_turn("Planned."),
+        MockResponse::sse(vec![
+            responses::created("r2"),
+            SseEvent::new("response.output_item.done", json!({"item": searched})),
+            responses::message("m2", "Planned."),
+            responses::completed("r2"),
+        ]),
     ]
 }
 
@@ -115,7 +127,7 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     let (resumed, before) = second.resume_thread(&id, &layers).expect("resume");
     let configured = configured_event(&resumed, before).await;
     assert_eq!(configured.session_id, id);
-    assert_eq!(configured.history_entry_count, 5);
+    assert_eq!(configured.history_entry_count, 6);
     assert!(matches!(
         turn(&resumed, "2", "thanks").await,
         ThreadEventMsg::TurnComplete(_)
@@ -125,8 +137,10 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     let after_restart = body(&server, 5);
     assert_eq!(after_restart, control);
 
-    // And that is turn 1's last request plus its answer plus the new prompt.
+    // And that is turn 1's last request plus its answer (the hosted tool's call kept as
+    // the model sent it, without its id) plus the new prompt.
     let mut expected = body(&server, 4)["input"].as_array().expect("input").clone();
+    expected.push(web_search_call());
     expected.push(json!({"type": "message", "role": "assistant",
                          "content": [{"type": "output_text", "text": "Planned."}]}));
     expected.push(json!({"type": "message", "role": "user",

@@ -17,7 +17,7 @@ mod progress;
 mod random_input;
 mod review_tool;
 mod server;
-mod tool_params;
+mod tool_catalogue;
 mod turn_runner;
 mod wire;
 

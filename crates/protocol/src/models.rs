@@ -5,8 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::FunctionOutput;
+
 /// One item of a conversation's history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by hand (`response_item_de.rs`): the tag first, then the variant's fields, and an
+/// item of any other type kept whole as [`ResponseItem::Other`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponseItem {
     /// A message from the user, the developer, the system or the assistant.
@@ -38,21 +43,44 @@ pub enum ResponseItem {
         id: Option<String>,
         /// Tool name.
         name: String,
+        /// The namespace tool the called function belongs to, when it belongs to one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// JSON-encoded arguments, as the model wrote them.
         arguments: String,
         /// Id tying the call to its output.
         call_id: String,
     },
-    /// The result of a tool call, sent back to the model.
+    /// The result of a function call, sent back to the model.
     FunctionCallOutput {
         /// The call this answers.
         call_id: String,
-        /// Text the model reads.
-        output: String,
+        /// What the model reads: text, or text and images.
+        output: FunctionOutput,
     },
-    /// Any item type deputy does not interpret; kept out of requests.
-    #[serde(other)]
-    Other,
+    /// The model called a freeform (custom) tool with raw text.
+    CustomToolCall {
+        /// Provider-assigned item id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Tool name.
+        name: String,
+        /// The text the model wrote for the tool, as it wrote it.
+        input: String,
+        /// Id tying the call to its output.
+        call_id: String,
+    },
+    /// The result of a freeform tool call, sent back to the model.
+    CustomToolCallOutput {
+        /// The call this answers.
+        call_id: String,
+        /// What the model reads: text, or text and images.
+        output: FunctionOutput,
+    },
+    /// An item of a type deputy does not interpret (a hosted tool's call such as
+    /// `web_search_call`), kept whole as the provider sent it and sent back with the history.
+    #[serde(untagged)]
+    Other(serde_json::Value),
 }
 
 impl ResponseItem {
@@ -79,6 +107,24 @@ impl ResponseItem {
         }
     }
 
+    /// The call id and kind of a tool call item; `None` for other items.
+    pub fn tool_call(&self) -> Option<(&str, ToolCallKind)> {
+        match self {
+            Self::FunctionCall { call_id, .. } => Some((call_id, ToolCallKind::Function)),
+            Self::CustomToolCall { call_id, .. } => Some((call_id, ToolCallKind::Custom)),
+            _ => None,
+        }
+    }
+
+    /// The call id a tool output item answers; `None` for other items.
+    pub fn answered_call_id(&self) -> Option<&str> {
+        match self {
+            Self::FunctionCallOutput { call_id, .. }
+            | Self::CustomToolCallOutput { call_id, .. } => Some(call_id),
+            _ => None,
+        }
+    }
+
     /// The concatenated text of a message item; `None` for other items.
     pub fn message_text(&self) -> Option<String> {
         match self {
@@ -94,6 +140,25 @@ impl ResponseItem {
                     .collect(),
             ),
             _ => None,
+        }
+    }
+}
+
+/// Which kind of call a tool output answers: the API takes an output only of its call's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallKind {
+    /// A `function_call`, answered by a `function_call_output`.
+    Function,
+    /// A `custom_tool_call`, answered by a `custom_tool_call_output`.
+    Custom,
+}
+
+impl ToolCallKind {
+    /// The output item answering call `call_id` of this kind.
+    pub fn output(self, call_id: String, output: FunctionOutput) -> ResponseItem {
+        match self {
+            Self::Function => ResponseItem::FunctionCallOutput { call_id, output },
+            Self::Custom => ResponseItem::CustomToolCallOutput { call_id, output },
         }
     }
 }

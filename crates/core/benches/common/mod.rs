@@ -165,6 +165,7 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
             let function_call = ResponseItem::FunctionCall {
                 id: None,
                 name: "shell".into(),
+                namespace: None,
                 arguments: serde_json::json!({ "command": argv }).to_string(),
                 call_id: call_id.clone(),
             };
@@ -172,7 +173,7 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
             let formatted = format!("Exit code: 0\nWall time: 0.2 seconds\nOutput:\n{printed}");
             let output = ResponseItem::FunctionCallOutput {
                 call_id: call_id.clone(),
-                output: formatted.clone(),
+                output: formatted.clone().into(),
             };
             // Streamed items start empty, as the engine starts them; their deltas are
             // never written to the rollout.

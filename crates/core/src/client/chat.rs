@@ -8,7 +8,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, says_context_too_long};
+use super::{
+    ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, ToolSpec, says_context_too_long,
+};
 
 /// The JSON body of a `POST /chat/completions` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
@@ -18,21 +20,8 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
         "stream": true,
         "stream_options": { "include_usage": true },
     });
-    if !prompt.tools.is_empty() {
-        let tools: Vec<Value> = prompt
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                })
-            })
-            .collect();
+    let tools: Vec<Value> = prompt.tools.iter().flat_map(ToolSpec::chat_json).collect();
+    if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
         body["tool_choice"] = json!("auto");
     }
@@ -58,7 +47,17 @@ fn messages(prompt: &Prompt) -> Vec<Value> {
     if !prompt.instructions.is_empty() {
         messages.push(json!({ "role": "system", "content": prompt.instructions }));
     }
+    // Images in tool outputs: a tool message holds text only, and nothing may come between
+    // the tool messages answering one assistant message, so they follow those as a user message.
+    let mut tool_images: Vec<Value> = Vec::new();
     for item in &prompt.input {
+        let is_output = matches!(
+            item,
+            ResponseItem::FunctionCallOutput { .. } | ResponseItem::CustomToolCallOutput { .. }
+        );
+        if !is_output && !tool_images.is_empty() {
+            messages.push(tool_images_message(std::mem::take(&mut tool_images)));
+        }
         match item {
             ResponseItem::Message { role, content, .. } => {
                 // Most OpenAI-compatible local servers reject the `developer` role.
@@ -67,43 +66,82 @@ fn messages(prompt: &Prompt) -> Vec<Value> {
             }
             ResponseItem::FunctionCall {
                 name,
+                namespace,
                 arguments,
                 call_id,
                 ..
             } => {
-                let call = json!({
-                    "id": call_id,
-                    "type": "function",
-                    "function": { "name": name, "arguments": arguments },
-                });
-                // Chat carries a turn's tool calls inside the assistant message
-                // that made them, so consecutive calls share one message.
-                match messages.last_mut() {
-                    Some(last) if last["role"] == "assistant" => {
-                        match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
-                            Some(calls) => calls.push(call),
-                            None => last["tool_calls"] = json!([call]),
-                        }
-                    }
-                    _ => messages.push(json!({
-                        "role": "assistant",
-                        "content": null,
-                        "tool_calls": [call],
-                    })),
-                }
+                // A namespaced function is offered on Chat under its flat name.
+                let name = match namespace {
+                    Some(namespace) => format!("{namespace}{name}"),
+                    None => name.clone(),
+                };
+                push_tool_call(&mut messages, call_id, &name, arguments);
             }
-            ResponseItem::FunctionCallOutput { call_id, output } => {
+            ResponseItem::CustomToolCall {
+                name,
+                input,
+                call_id,
+                ..
+            } => {
+                // A freeform tool is offered on Chat as a function taking its text as `input`.
+                let arguments = json!({ "input": input }).to_string();
+                push_tool_call(&mut messages, call_id, name, &arguments);
+            }
+            ResponseItem::FunctionCallOutput { call_id, output }
+            | ResponseItem::CustomToolCallOutput { call_id, output } => {
                 messages.push(json!({
                     "role": "tool",
                     "tool_call_id": call_id,
-                    "content": output,
+                    "content": output.text(),
                 }));
+                tool_images.extend(
+                    output
+                        .image_urls()
+                        .map(|url| json!({ "type": "image_url", "image_url": { "url": url } })),
+                );
             }
-            ResponseItem::Reasoning { .. } | ResponseItem::Other => {}
+            ResponseItem::Reasoning { .. } | ResponseItem::Other(_) => {}
         }
+    }
+    if !tool_images.is_empty() {
+        messages.push(tool_images_message(tool_images));
     }
     messages
 }
+
+/// Adds a tool call to the assistant message that made it: Chat carries a turn's tool
+/// calls inside that message, so consecutive calls share one message.
+fn push_tool_call(messages: &mut Vec<Value>, call_id: &str, name: &str, arguments: &str) {
+    let call = json!({
+        "id": call_id,
+        "type": "function",
+        "function": { "name": name, "arguments": arguments },
+    });
+    match messages.last_mut() {
+        Some(last) if last["role"] == "assistant" => {
+            match last.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                Some(calls) => calls.push(call),
+                None => last["tool_calls"] = json!([call]),
+            }
+        }
+        _ => messages.push(json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [call],
+        })),
+    }
+}
+
+/// The user message carrying the images the preceding tool outputs returned.
+fn tool_images_message(images: Vec<Value>) -> Value {
+    let mut content = vec![json!({ "type": "text", "text": TOOL_IMAGES_NOTE })];
+    content.extend(images);
+    json!({ "role": "user", "content": content })
+}
+
+/// What the message carrying tool outputs' images says they are.
+const TOOL_IMAGES_NOTE: &str = "The images the tool calls above returned:";
 
 /// A message's content: its text, or text and image parts when it holds an image.
 fn message_content(item: &ResponseItem, content: &[ContentItem]) -> Value {
@@ -254,6 +292,7 @@ impl ChatDecoder {
             events.push(ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
                 id: None,
                 name: call.name,
+                namespace: None,
                 arguments,
                 call_id,
             }));

@@ -13,6 +13,7 @@ mod retry;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tool_spec;
 
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use deputy_protocol::{CodexErrorInfo, ResponseItem, TokenUsage};
 
 pub use model_client::ModelClient;
 pub use stream::ResponseStream;
+pub use tool_spec::{FreeformTool, FunctionTool, Grammar, HostedTool, NamespaceTool, ToolSpec};
 
 /// Everything one model call sends.
 #[derive(Debug, Clone, Default)]
@@ -28,8 +30,10 @@ pub struct Prompt {
     pub instructions: String,
     /// The conversation so far.
     pub input: Vec<ResponseItem>,
-    /// Function tools offered to the model.
+    /// Tools offered to the model, in the order they are listed.
     pub tools: Vec<ToolSpec>,
+    /// Whether the model may call several tools in one response (Responses only).
+    pub parallel_tool_calls: bool,
     /// A JSON Schema the answer must follow (strict structured output), when the turn has one.
     pub output_schema: Option<serde_json::Value>,
     /// How hard a reasoning model should think (`model_reasoning_effort`), when set.
@@ -38,17 +42,6 @@ pub struct Prompt {
 
 /// The name structured-output requests give the answer's schema, as Codex names it.
 pub const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
-
-/// A function tool as offered to the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// Tool name.
-    pub name: String,
-    /// What the tool does, for the model.
-    pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
-}
 
 /// One thing the model stream produced.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,30 +6,20 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
-use super::{ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, says_context_too_long};
+use super::{
+    ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, ToolSpec, says_context_too_long,
+};
 
 /// The JSON body of a `POST /responses` request.
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
-    let tools: Vec<Value> = prompt
-        .tools
-        .iter()
-        .map(|tool| {
-            json!({
-                "type": "function",
-                "name": tool.name,
-                "description": tool.description,
-                "strict": false,
-                "parameters": tool.parameters,
-            })
-        })
-        .collect();
+    let tools: Vec<Value> = prompt.tools.iter().map(ToolSpec::responses_json).collect();
     let mut body = json!({
         "model": model,
         "instructions": prompt.instructions,
         "input": input_items(&prompt.input),
         "tools": tools,
         "tool_choice": "auto",
-        "parallel_tool_calls": false,
+        "parallel_tool_calls": prompt.parallel_tool_calls,
         "store": false,
         "stream": true,
     });
@@ -53,12 +43,12 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
 ///
 /// With `store: false` the server keeps nothing, so an item sent with its
 /// provider id is rejected as "not found"; ids are left out. Reasoning without
-/// its encrypted state is useless to the server and is dropped.
+/// its encrypted state is useless to the server and is dropped. Items deputy does
+/// not interpret (a hosted tool's call) go back as the server sent them.
 fn input_items(items: &[ResponseItem]) -> Vec<Value> {
     items
         .iter()
         .filter(|item| match item {
-            ResponseItem::Other => false,
             ResponseItem::Reasoning {
                 encrypted_content, ..
             } => encrypted_content.is_some(),
@@ -155,16 +145,15 @@ fn error_message(error: &Value) -> String {
     }
 }
 
-/// The finished item of a `response.output_item.done` event, if deputy keeps it.
+/// The finished item of a `response.output_item.done` event. Every item is kept: those
+/// deputy does not interpret as [`ResponseItem::Other`], to go back with the history.
 fn output_item(data: &Value) -> Result<Option<ResponseEvent>, ModelError> {
     let Some(item) = data.get("item") else {
         return Ok(None);
     };
     let mut item = item.clone();
-    match item.get("type").and_then(Value::as_str) {
-        Some("message") => keep_text_parts(&mut item),
-        Some("function_call" | "reasoning") => {}
-        _ => return Ok(None),
+    if item.get("type").and_then(Value::as_str) == Some("message") {
+        keep_text_parts(&mut item);
     }
     serde_json::from_value(item)
         .map(|item| Some(ResponseEvent::OutputItemDone(item)))

@@ -178,11 +178,12 @@ fn prompt(input: Vec<ResponseItem>) -> Prompt {
     Prompt {
         instructions: "Be brief.".into(),
         input,
-        tools: vec![ToolSpec {
-            name: "shell".into(),
-            description: "Runs a command.".into(),
-            parameters: json!({"type": "object", "properties": {"command": {"type": "array"}}}),
-        }],
+        tools: vec![ToolSpec::function(
+            "shell",
+            "Runs a command.",
+            json!({"type": "object", "properties": {"command": {"type": "array"}}}),
+        )],
+        parallel_tool_calls: false,
         output_schema: None,
         reasoning_effort: None,
     }

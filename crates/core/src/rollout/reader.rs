@@ -399,26 +399,17 @@ pub(crate) fn resumed_from_bytes(
     })
 }
 
-/// Outputs for every function call in `history` that has none, in call order.
+/// Outputs for every tool call in `history` that has none, in call order.
 fn close_unanswered_calls(history: &[ResponseItem]) -> Vec<ResponseItem> {
     let answered: HashSet<&str> = history
         .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCallOutput { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
+        .filter_map(ResponseItem::answered_call_id)
         .collect();
     history
         .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
-                Some(ResponseItem::FunctionCallOutput {
-                    call_id: call_id.clone(),
-                    output: UNFINISHED_CALL_OUTPUT.to_string(),
-                })
-            }
-            _ => None,
-        })
+        .filter_map(ResponseItem::tool_call)
+        .filter(|(call_id, _)| !answered.contains(call_id))
+        .map(|(call_id, kind)| kind.output(call_id.to_string(), UNFINISHED_CALL_OUTPUT.into()))
         .collect()
 }
 

@@ -22,7 +22,7 @@ use super::{
     CompactedRecord, ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord,
     encode_event_line, encode_line, is_persisted_event, paths,
 };
-use crate::tools::patch_journal::RecoveredPatch;
+use crate::patch_journal::RecoveredPatch;
 
 pub(super) use super::writer::lock_exclusive;
 
@@ -260,11 +260,12 @@ fn explain_recovered_patches(
             .chain(session.history.iter_mut());
         let mut answered = false;
         for item in closed {
-            if let ResponseItem::FunctionCallOutput { call_id, output } = item
+            if let ResponseItem::FunctionCallOutput { call_id, output }
+            | ResponseItem::CustomToolCallOutput { call_id, output } = item
                 && patch.call_id.as_deref() == Some(call_id.as_str())
-                && output == UNFINISHED_CALL_OUTPUT
+                && *output == *UNFINISHED_CALL_OUTPUT
             {
-                output.clone_from(&told);
+                *output = told.as_str().into();
                 answered = true;
             }
         }

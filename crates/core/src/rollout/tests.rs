@@ -74,6 +74,7 @@ fn call(call_id: &str) -> ResponseItem {
     ResponseItem::FunctionCall {
         id: None,
         name: "shell".into(),
+        namespace: None,
         arguments: r#"{"command":["ls"]}"#.into(),
         call_id: call_id.into(),
     }

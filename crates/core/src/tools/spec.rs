@@ -1,7 +1,6 @@
-//! The function tools offered to the model, with argument types that
-//! generate their JSON schemas.
+//! The built-in tools' names, descriptions and argument types; the types generate
+//! the tools' JSON schemas.
 
-use deputy_protocol::UpdatePlanArgs;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -74,12 +73,12 @@ pub mod names {
     pub const UPDATE_PLAN: &str = "update_plan";
 }
 
-const SHELL_DESCRIPTION: &str = "Runs a command given as an argv array and returns its exit code, wall time and output. \
+pub(super) const SHELL_DESCRIPTION: &str = "Runs a command given as an argv array and returns its exit code, wall time and output. \
 Wrap shell syntax (pipes, redirection, globs) as [\"bash\", \"-lc\", \"<script>\"]. \
 Always set `workdir` instead of using `cd`. Output is truncated in the middle when long.";
-const SHELL_COMMAND_DESCRIPTION: &str = "Runs a shell script with `bash -lc` and returns its exit code, wall time and output. \
+pub(super) const SHELL_COMMAND_DESCRIPTION: &str = "Runs a shell script with `bash -lc` and returns its exit code, wall time and output. \
 Always set `workdir` instead of using `cd`. Output is truncated in the middle when long.";
-const APPLY_PATCH_DESCRIPTION: &str = r#"Edits files with a patch. The patch is plain text:
+pub(super) const APPLY_PATCH_DESCRIPTION: &str = r#"Edits files with a patch. The patch is plain text:
 
 *** Begin Patch
 *** Add File: path/new.txt
@@ -94,26 +93,11 @@ const APPLY_PATCH_DESCRIPTION: &str = r#"Edits files with a patch. The patch is 
 *** End Patch
 
 Paths are relative to the working directory. Give about three lines of unchanged context around each change; use `@@` lines to disambiguate. A patch that does not apply changes nothing."#;
-const UPDATE_PLAN_DESCRIPTION: &str = "Records the task plan: a list of steps, each pending, in_progress or completed, with at most one in_progress. \
+pub(super) const UPDATE_PLAN_DESCRIPTION: &str = "Records the task plan: a list of steps, each pending, in_progress or completed, with at most one in_progress. \
 Call it when the plan changes; the user sees it.";
 
-/// The tool specs for a thread.
-pub fn tool_specs(include_plan_tool: bool) -> Vec<ToolSpec> {
-    let mut specs = vec![
-        spec::<ShellArgs>(names::SHELL, SHELL_DESCRIPTION),
-        spec::<ShellCommandArgs>(names::SHELL_COMMAND, SHELL_COMMAND_DESCRIPTION),
-        spec::<ApplyPatchArgs>(names::APPLY_PATCH, APPLY_PATCH_DESCRIPTION),
-    ];
-    if include_plan_tool {
-        specs.push(spec::<UpdatePlanArgs>(
-            names::UPDATE_PLAN,
-            UPDATE_PLAN_DESCRIPTION,
-        ));
-    }
-    specs
-}
-
-fn spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
+/// A function tool whose parameters are the JSON Schema of `T`, inlined.
+pub(super) fn function_spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
     let settings = schemars::generate::SchemaSettings::draft07().with(|s| {
         s.inline_subschemas = true;
     });
@@ -125,23 +109,27 @@ fn spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
         object.remove("description");
         object.remove("definitions");
     }
-    ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        parameters,
-    }
+    ToolSpec::function(name, description, parameters)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::FunctionTool;
+    use deputy_protocol::UpdatePlanArgs;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
+    fn function(spec: ToolSpec) -> FunctionTool {
+        match spec {
+            ToolSpec::Function(tool) => tool,
+            other => panic!("not a function: {other:?}"),
+        }
+    }
+
     #[test]
     fn shell_schema_matches_codex_argument_shape() {
-        let specs = tool_specs(true);
-        let shell = specs.iter().find(|s| s.name == "shell").unwrap();
+        let shell = function(function_spec::<ShellArgs>(names::SHELL, SHELL_DESCRIPTION));
         let props = shell.parameters["properties"].as_object().unwrap();
         let mut keys: Vec<&str> = props.keys().map(String::as_str).collect();
         keys.sort_unstable();
@@ -160,10 +148,11 @@ mod tests {
     }
 
     #[test]
-    fn plan_tool_is_optional_and_has_status_enum() {
-        assert_eq!(tool_specs(false).len(), 3);
-        let specs = tool_specs(true);
-        let plan = specs.iter().find(|s| s.name == "update_plan").unwrap();
+    fn plan_tool_has_status_enum_inlined() {
+        let plan = function(function_spec::<UpdatePlanArgs>(
+            names::UPDATE_PLAN,
+            UPDATE_PLAN_DESCRIPTION,
+        ));
         let text = plan.parameters.to_string();
         assert!(
             text.contains("in_progress") && text.contains("completed"),

@@ -10,9 +10,8 @@
 use std::future::Future;
 use std::path::PathBuf;
 
-use deputy_core::approval::Answer;
-use deputy_core::driver::{ApprovalRequest, Approver};
-use deputy_protocol::ReviewDecision;
+use deputy_core::driver::{Approver, Asked as Question};
+use deputy_protocol::Reply;
 use rmcp::model::InputRequest;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -26,7 +25,7 @@ pub(super) struct Asked {
     /// The elicitation, as `elicitation/create` would ask it.
     pub(super) params: ApprovalElicitationParams,
     /// Where the answer goes.
-    pub(super) answer: oneshot::Sender<Answer>,
+    pub(super) answer: oneshot::Sender<Reply>,
 }
 
 /// The driver's [`Approver`] for a call paused between round trips.
@@ -41,46 +40,40 @@ pub(super) struct MrtrApprover {
 }
 
 impl Approver for MrtrApprover {
-    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+    type Kept = ();
+
+    async fn put(&self, _asked: &Question) {}
+
+    fn ask(&self, question: Question, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
         let asked = self.can_elicit.then(|| {
-            let params = elicitation_params(request, self.tool_call_id.clone(), &self.cwd);
+            let params = elicitation_params(question, self.tool_call_id.clone(), &self.cwd);
             let (answer, answered) = oneshot::channel();
             (Asked { params, answer }, answered)
         });
         let questions = self.questions.clone();
         async move {
             let Some((asked, answered)) = asked else {
-                return denied(NO_ELICITATION);
+                return Reply::denied(NO_ELICITATION);
             };
             if questions.send(asked).await.is_err() {
-                return denied("the call asking this question has ended");
+                return Reply::denied("the call asking this question has ended");
             }
             answered
                 .await
-                .unwrap_or_else(|_| denied("the call asking this question has ended"))
+                .unwrap_or_else(|_| Reply::denied("the call asking this question has ended"))
         }
     }
-}
 
-fn denied(why: &str) -> Answer {
-    Answer {
-        decision: ReviewDecision::Denied,
-        reason: Some(why.to_string()),
-    }
+    // A question no longer wanted is dropped with the paused call's bookkeeping.
+    async fn settled(&self, _kept: ()) {}
 }
 
 /// The client's input response to one question, as the engine's answer: both reply
 /// forms are read as for `elicitation/create`; anything else is a denial saying why.
-pub(super) fn answer_from_reply(reply: &Value) -> Answer {
+pub(super) fn answer_from_reply(reply: &Value) -> Reply {
     match wire::parse_approval_reply(reply) {
-        ApprovalReply::Decided(decision) => Answer {
-            decision,
-            reason: None,
-        },
-        ApprovalReply::Malformed(why) => Answer {
-            decision: ReviewDecision::Denied,
-            reason: Some(why),
-        },
+        ApprovalReply::Decided(decision) => Reply::decided(decision),
+        ApprovalReply::Malformed(why) => Reply::denied(why),
     }
 }
 
@@ -112,6 +105,7 @@ pub(super) fn input_request(params: &ApprovalElicitationParams) -> Option<InputR
 mod tests {
     use super::*;
     use crate::wire::ApprovalDetails;
+    use deputy_protocol::ApprovalDecision;
 
     #[test]
     fn a_question_is_a_form_elicitation_with_codex_fields_in_its_meta() {
@@ -147,17 +141,17 @@ mod tests {
     fn replies_in_either_form_become_answers() {
         let approve =
             answer_from_reply(&json!({"action": "accept", "content": {"decision": "approved"}}));
-        assert_eq!(approve.decision, ReviewDecision::Approved);
+        assert_eq!(approve.decision(), ApprovalDecision::Approved);
         assert_eq!(
-            answer_from_reply(&json!({"action": "decline"})).decision,
-            ReviewDecision::Denied
+            answer_from_reply(&json!({"action": "decline"})).decision(),
+            ApprovalDecision::Denied
         );
         assert_eq!(
-            answer_from_reply(&json!({"decision": "abort"})).decision,
-            ReviewDecision::Abort
+            answer_from_reply(&json!({"decision": "abort"})).decision(),
+            ApprovalDecision::Abort
         );
         let junk = answer_from_reply(&json!(5));
-        assert_eq!(junk.decision, ReviewDecision::Denied);
-        assert!(junk.reason.is_some());
+        assert_eq!(junk.decision(), ApprovalDecision::Denied);
+        assert!(matches!(junk, Reply::Decision { reason: Some(_), .. }));
     }
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use deputy_core::driver::{TurnObserver, TurnOutcome, TurnRequest, drive_turn};
 use deputy_core::{Thread, TurnInput};
-use deputy_protocol::{EventMsg, InputItem, ThreadEvent, legacy_events};
+use deputy_protocol::{InputItem, ThreadEvent, ThreadEventMsg, codex_events};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResponse, CallToolResult, InputRequiredResult, InputResponses};
 use tokio::sync::{OnceCell, mpsc, watch};
@@ -285,8 +285,7 @@ impl MrtrCall {
                     return Err(McpError::invalid_request("the request was cancelled", None));
                 }
                 next = events.next(), if !detached.ended => match next {
-                    Some(Ok(event)) => self.forward(call, paused, detached, &mut progress, &event).await,
-                    Some(Err(_lagged)) => events = events.resubscribe(),
+                    Some(event) => self.forward(call, paused, detached, &mut progress, &event).await,
                     // The thread stopped: the driver reports how.
                     None => detached.ended = true,
                 },
@@ -294,8 +293,7 @@ impl MrtrCall {
                     // Its approval request event is in the log already: sent first.
                     while !detached.announced.contains(&asked.params.codex_call_id) && !detached.ended {
                         match events.next().await {
-                            Some(Ok(event)) => self.forward(call, paused, detached, &mut progress, &event).await,
-                            Some(Err(_lagged)) => events = events.resubscribe(),
+                            Some(event) => self.forward(call, paused, detached, &mut progress, &event).await,
                             None => detached.ended = true,
                         }
                     }
@@ -344,16 +342,13 @@ impl MrtrCall {
         if !ours {
             return;
         }
-        for legacy in legacy_events(event) {
-            match &legacy.msg {
-                EventMsg::ExecApprovalRequest(request) => {
-                    detached.announced.insert(request.call_id.clone());
-                }
-                EventMsg::ApplyPatchApprovalRequest(request) => {
-                    detached.announced.insert(request.call_id.clone());
-                }
-                _ => {}
-            }
+        // Every kind of question, also one Codex has no event for.
+        if let ThreadEventMsg::QuestionAsked(asked) = &event.msg {
+            detached
+                .announced
+                .insert(asked.question.call_id().to_string());
+        }
+        for legacy in codex_events(event) {
             progress.on_event(&legacy.msg).await;
             call.forward(&event.thread_id, legacy).await;
         }

@@ -43,9 +43,13 @@ async fn responses_stream_yields_deltas_finished_items_and_usage() {
                     text: "Hello".into()
                 }],
             }),
+            ResponseEvent::OutputItemDone(ResponseItem::Other(
+                json!({"type": "web_search_call", "id": "ws_1"})
+            )),
             ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
                 id: Some("fc_1".into()),
                 name: "shell".into(),
+                namespace: None,
                 arguments: "{\"command\":[\"ls\"]}".into(),
                 call_id: "call_1".into(),
             }),
@@ -93,6 +97,7 @@ async fn chat_stream_assembles_text_reasoning_and_parallel_tool_calls_by_index()
         ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
             id: None,
             name: name.into(),
+            namespace: None,
             arguments: arguments.into(),
             call_id: call_id.into(),
         })
@@ -134,6 +139,7 @@ async fn chat_body_ending_after_finish_reason_completes_and_unnamed_calls_get_id
             ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
                 id: None,
                 name: "shell".into(),
+                namespace: None,
                 arguments: "{}".into(),
                 call_id: "call_0".into(),
             }),

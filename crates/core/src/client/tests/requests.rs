@@ -23,6 +23,7 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
         ResponseItem::FunctionCall {
             id: Some("fc_1".into()),
             name: "shell".into(),
+            namespace: None,
             arguments: "{}".into(),
             call_id: "call_1".into(),
         },
@@ -30,7 +31,10 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
             call_id: "call_1".into(),
             output: "a.txt".into(),
         },
-        ResponseItem::Other,
+        ResponseItem::Other(
+            json!({"type": "web_search_call", "id": "ws_1", "status": "completed",
+            "action": {"type": "search", "query": "rust"}}),
+        ),
         ResponseItem::Message {
             id: Some("msg_1".into()),
             role: "assistant".into(),
@@ -60,6 +64,7 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
                 {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
                 {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "call_1"},
                 {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+                {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "rust"}},
                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "One file."}]},
             ],
             "tools": [{"type": "function", "name": "shell", "description": "Runs a command.", "strict": false,
@@ -78,12 +83,13 @@ async fn chat_request_turns_history_into_messages_with_merged_tool_calls() {
     let call = |id: &str| ResponseItem::FunctionCall {
         id: Some(format!("fc_{id}")),
         name: "shell".into(),
+        namespace: None,
         arguments: format!("{{\"n\":\"{id}\"}}"),
         call_id: id.into(),
     };
     let output = |id: &str| ResponseItem::FunctionCallOutput {
         call_id: id.into(),
-        output: format!("out {id}"),
+        output: format!("out {id}").into(),
     };
     let history = vec![
         ResponseItem::developer_text("sandbox: read-only"),
@@ -316,4 +322,71 @@ async fn chat_request_carries_image_parts_the_response_format_and_the_reasoning_
             "schema": answer_schema(), "strict": true}})
     );
     assert_eq!(body["reasoning_effort"], "low");
+}
+
+#[tokio::test]
+async fn images_a_tool_returned_go_as_output_parts_on_responses_and_after_the_tool_messages_on_chat()
+ {
+    use deputy_protocol::{FunctionOutput, OutputContentItem};
+    let call = |id: &str| ResponseItem::FunctionCall {
+        id: None,
+        name: "view".into(),
+        namespace: None,
+        arguments: "{}".into(),
+        call_id: id.into(),
+    };
+    let history = vec![
+        ResponseItem::user_text("look"),
+        call("a"),
+        call("b"),
+        ResponseItem::FunctionCallOutput {
+            call_id: "a".into(),
+            output: FunctionOutput::Content(vec![
+                OutputContentItem::InputText {
+                    text: "a chart".into(),
+                },
+                OutputContentItem::InputImage {
+                    image_url: "data:image/png;base64,iVBORw0KGgo=".into(),
+                },
+            ]),
+        },
+        ResponseItem::FunctionCallOutput {
+            call_id: "b".into(),
+            output: "no image".into(),
+        },
+        ResponseItem::assistant_text("Seen."),
+    ];
+
+    let responses = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
+    run(
+        provider(&responses.base_url, WireApi::Responses),
+        &prompt(history.clone()),
+    )
+    .await
+    .ok_events();
+    assert_eq!(
+        responses.received()[0].body["input"][3],
+        json!({"type": "function_call_output", "call_id": "a", "output": [
+            {"type": "input_text", "text": "a chart"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        ]})
+    );
+
+    let chat = TestServer::start(vec![Reply::Sse(chat_sse(&[]))]).await;
+    run(provider(&chat.base_url, WireApi::Chat), &prompt(history))
+        .await
+        .ok_events();
+    let messages = chat.received()[0].body["messages"].clone();
+    assert_eq!(
+        messages.as_array().unwrap()[3..],
+        [
+            json!({"role": "tool", "tool_call_id": "a", "content": "a chart"}),
+            json!({"role": "tool", "tool_call_id": "b", "content": "no image"}),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "The images the tool calls above returned:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ]}),
+            json!({"role": "assistant", "content": "Seen."}),
+        ]
+    );
 }
