@@ -355,3 +355,60 @@ fn an_idle_session_expires() {
     }
     panic!("the session outlived every idle gap");
 }
+
+#[test]
+fn two_http_clients_streaming_one_conversation_both_see_the_turn_and_the_first_answer_wins() {
+    let (model, home) = scripted("touch streamed.txt", "Streamed and done.");
+    let server = {
+        let mut command = home.command(DEPUTY);
+        command
+            .args(["mcp-server", "--listen", "127.0.0.1:0"])
+            .args(["--auth-token-env", "DEPUTY_TEST_TOKEN"])
+            .env("DEPUTY_TEST_TOKEN", "two-streams");
+        ListeningServer::start(command).unwrap_or_else(|err| panic!("{err}"))
+    };
+    let sdk = NodeMcpSdk::install().unwrap_or_else(|err| panic!("no MCP TypeScript SDK: {err}"));
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_http_two_streams.mjs");
+    let script = sdk
+        .place_script(&source)
+        .unwrap_or_else(|err| panic!("{err}"));
+    let mut command = home.command("node");
+    command
+        .arg(&script)
+        .arg(server.url())
+        .env("DEPUTY_TEST_TOKEN", "two-streams");
+    let seen = run_script(command, &server);
+
+    assert!(home.workspace().join("streamed.txt").exists(), "{seen}");
+    assert_eq!(
+        json!({
+            "ends": seen["ends"],
+            "firstQuestions": seen["first"]["questions"],
+            "secondQuestions": seen["second"]["questions"],
+            "secondWithdrawn": seen["second"]["withdrawn"],
+            "withoutToken": seen["withoutToken"],
+        }),
+        json!({
+            "ends": ["task_complete", "task_complete"],
+            "firstQuestions": 1,
+            "secondQuestions": 1,
+            "secondWithdrawn": true,
+            "withoutToken": 401,
+        }),
+        "{seen}"
+    );
+    for client in ["first", "second"] {
+        let events = seen[client]["eventTypes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for kind in ["exec_approval_request", "exec_command_end", "agent_message"] {
+            assert!(
+                events.contains(&json!(kind)),
+                "{client}: no {kind} in {events:?}"
+            );
+        }
+    }
+    assert_eq!(model.requests().len(), 2);
+}

@@ -44,7 +44,11 @@ impl Approver for MrtrApprover {
 
     async fn put(&self, _asked: &Question) {}
 
-    fn ask(&self, question: Question, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
+    fn ask(
+        &self,
+        question: Question,
+        _kept: &mut (),
+    ) -> impl Future<Output = Reply> + Send + 'static {
         let asked = self.can_elicit.then(|| {
             let params = elicitation_params(question, self.tool_call_id.clone(), &self.cwd);
             let (answer, answered) = oneshot::channel();
@@ -152,6 +156,12 @@ mod tests {
         );
         let junk = answer_from_reply(&json!(5));
         assert_eq!(junk.decision(), ApprovalDecision::Denied);
-        assert!(matches!(junk, Reply::Decision { reason: Some(_), .. }));
+        assert!(matches!(
+            junk,
+            Reply::Decision {
+                reason: Some(_),
+                ..
+            }
+        ));
     }
 }
