@@ -30,9 +30,10 @@ async function connect(url, name, answer) {
   const seen = { eventTypes: [], questions: 0, withdrawn: false };
   let ended;
   const turnEnd = new Promise((resolve) => (ended = resolve));
+  // A conversation stream's live events are notifications named by the event's type.
   client.fallbackNotificationHandler = async (notification) => {
-    if (notification.method !== "codex/event") return;
-    const type = notification.params.msg.type;
+    const type = notification.params?.msg?.type;
+    if (type !== notification.method) return;
     seen.eventTypes.push(type);
     if (["task_complete", "turn_aborted", "error"].includes(type)) ended(type);
   };
@@ -42,11 +43,12 @@ async function connect(url, name, answer) {
     if (answer) return { action: "accept", content: { decision: "approved" } };
     // Never answers: waits for the server to withdraw the question.
     return new Promise((resolve, reject) => {
+      const late = setTimeout(() => resolve({ action: "decline" }), WAIT_MS);
       extra.signal.addEventListener("abort", () => {
+        clearTimeout(late);
         seen.withdrawn = true;
         reject(new Error("withdrawn"));
       });
-      setTimeout(() => resolve({ action: "decline" }), WAIT_MS);
     });
   });
   await client.connect(transport);
@@ -75,9 +77,14 @@ async function main(url) {
       content: [{ type: "text", text: "run the command" }],
     },
   });
+  const saw = () => JSON.stringify({ first: first.seen, second: second.seen });
   const ends = await Promise.all([
-    within(first.turnEnd, "the first client did not see the turn end"),
-    within(second.turnEnd, "the second client did not see the turn end"),
+    within(first.turnEnd, "the first client did not see the turn end").catch((err) => {
+      throw new Error(`${err.message}; seen: ${saw()}`);
+    }),
+    within(second.turnEnd, "the second client did not see the turn end").catch((err) => {
+      throw new Error(`${err.message}; seen: ${saw()}`);
+    }),
   ]);
   // A request without the token.
   const refused = await fetch(url, {
