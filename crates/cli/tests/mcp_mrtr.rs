@@ -1,7 +1,8 @@
 //! Protocol 2026-07-28 at `deputy mcp-server`, over Streamable HTTP and over stdio:
 //! no handshake (`server/discover`), and approvals as Multi Round-Trip Requests —
 //! `InputRequiredResult` with a sealed `requestState`, continued by the retry carrying
-//! `inputResponses` — driven by the official MCP Python SDK's `Client`.
+//! `inputResponses` — driven by the official MCP Python SDK's `Client` (HTTP and stdio) and
+//! the MCP TypeScript client 2.x (HTTP).
 
 #![allow(
     clippy::unwrap_used,
@@ -13,7 +14,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use deputy_test_support::{
-    ListeningServer, MockModelServer, MockResponse, TestHome, python_with_mcp, run_with_deadline,
+    ListeningServer, MockModelServer, MockResponse, NodeNetwork, TestHome, python_with_mcp,
+    run_with_deadline,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -171,4 +173,69 @@ fn a_2026_client_over_http_declines_and_forged_states_are_refused() {
 #[test]
 fn a_2026_client_over_stdio_declines_and_forged_states_are_refused() {
     declines_and_refuses_forged_states(Over::Stdio);
+}
+
+/// The MCP TypeScript client 2.x (Node 22) through `scenario` against a listening server.
+fn run_typescript_client(home: &TestHome, scenario: &str) -> Value {
+    let mut command = home.command(DEPUTY);
+    command.args(["mcp-server", "--listen", "127.0.0.1:0"]);
+    let server = ListeningServer::start(command).unwrap_or_else(|err| panic!("{err}"));
+    let node = NodeNetwork::install().unwrap_or_else(|err| panic!("no TypeScript client: {err}"));
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_client2_mrtr.mjs");
+    let script = node
+        .place_script(&source)
+        .unwrap_or_else(|err| panic!("{err}"));
+    let mut command = home.command(node.node());
+    command.arg(&script).arg(server.url()).arg(scenario);
+    let output = run_with_deadline(command, SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the client exited with {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n--- server ---\n{}",
+        output.status,
+        server.stderr()
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|err| panic!("script output is not JSON ({err}): {stdout}\n{stderr}"))
+}
+
+#[test]
+fn the_typescript_client_2_approves_through_round_trips_over_http() {
+    let (model, home) = scripted("touch approved.txt", "Approved and done.");
+    let seen = run_typescript_client(&home, "approve");
+
+    assert!(home.workspace().join("approved.txt").exists(), "{seen}");
+    assert_eq!(
+        json!({
+            "protocolVersion": seen["protocolVersion"],
+            "isError": seen["isError"],
+            "text": seen["text"],
+            "questions": seen["questions"].as_array().map(Vec::len),
+        }),
+        json!({
+            "protocolVersion": "2026-07-28",
+            "isError": false,
+            "text": ["Approved and done."],
+            "questions": 1,
+        })
+    );
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
+fn the_typescript_client_2_declines_through_round_trips_over_http() {
+    let (model, home) = scripted("touch never.txt", "I was not allowed to.");
+    let seen = run_typescript_client(&home, "decline");
+
+    assert!(!home.workspace().join("never.txt").exists(), "{seen}");
+    assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
+    assert_eq!(seen["text"], json!(["I was not allowed to."]), "{seen}");
+    assert_eq!(
+        seen["questions"].as_array().map(Vec::len),
+        Some(1),
+        "{seen}"
+    );
+    assert_eq!(model.requests().len(), 2);
 }
