@@ -156,6 +156,34 @@ fn declines_and_refuses_forged_states(over: Over) {
 }
 
 #[test]
+fn a_retry_that_never_comes_is_a_declined_approval() {
+    let (model, home) = scripted("touch never.txt", "Nobody answered.");
+    home.write_config(&format!(
+        "approval_timeout_sec = 1\n{}",
+        TestHome::default_config(&model.base_url())
+    ));
+    let seen = run_client(&home, Over::Http, "abandon");
+
+    assert_eq!(
+        json!({
+            "firstResult": seen["firstResult"],
+            "finalResult": seen["finalResult"],
+            "isError": seen["isError"],
+            "text": seen["text"],
+        }),
+        json!({
+            "firstResult": "InputRequiredResult",
+            "finalResult": "CallToolResult",
+            "isError": false,
+            "text": ["Nobody answered."],
+        }),
+        "{seen}"
+    );
+    assert!(!home.workspace().join("never.txt").exists(), "{seen}");
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
 fn a_2026_client_over_http_approves_through_round_trips() {
     approves_through_round_trips(Over::Http);
 }

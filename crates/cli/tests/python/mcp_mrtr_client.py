@@ -3,12 +3,14 @@
 are Multi Round-Trip Requests: `tools/call` answers `InputRequiredResult`, and the retry
 with `inputResponses` and the echoed `requestState` continues the paused turn.
 
-Usage: mcp_mrtr_client.py <http://…/mcp | deputy binary> <approve|manual>
+Usage: mcp_mrtr_client.py <http://…/mcp | deputy binary> <approve|manual|abandon>
   approve: `Client.call_tool` with an elicitation callback that approves; the SDK
            runs the round trips itself.
   manual:  the round trips by hand (`session.call_tool(..., allow_input_required=True)`):
            a forged `requestState`, an altered one, then the real one with a declined
            answer.
+  abandon: the first round trip, then no answer for 3 s (longer than the server's
+           approval timeout in the test), then a retry with the state and no answers.
 With a binary, the SDK launches `<binary> mcp-server` over stdio (DEPUTY_HOME and HOME
 passed on).
 Prints one JSON object on stdout; exits non-zero on any failure.
@@ -83,6 +85,22 @@ async def main(target: str, scenario: str) -> dict:
             seen["isError"] = bool(result.is_error)
             seen["text"] = texts(result)
             seen["threadId"] = (result.structured_content or {}).get("threadId")
+        elif scenario == "abandon":
+            await client.list_tools()
+            first = await client.session.call_tool(
+                "codex", CODEX_CALL, allow_input_required=True
+            )
+            seen["firstResult"] = type(first).__name__
+            await asyncio.sleep(3)
+            final = await client.session.call_tool(
+                "codex",
+                CODEX_CALL,
+                allow_input_required=True,
+                request_state=first.request_state,
+            )
+            seen["finalResult"] = type(final).__name__
+            seen["isError"] = bool(getattr(final, "is_error", True))
+            seen["text"] = texts(final) if hasattr(final, "content") else []
         else:
             await client.list_tools()
             first = await client.session.call_tool(
@@ -129,7 +147,7 @@ async def main(target: str, scenario: str) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[2] not in ("approve", "manual"):
-        print("usage: mcp_mrtr_client.py <url | binary> <approve|manual>", file=sys.stderr)
+    if len(sys.argv) != 3 or sys.argv[2] not in ("approve", "manual", "abandon"):
+        print("usage: mcp_mrtr_client.py <url | binary> <approve|manual|abandon>", file=sys.stderr)
         sys.exit(2)
     print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2])), default=str))

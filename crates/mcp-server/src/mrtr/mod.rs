@@ -272,6 +272,11 @@ impl MrtrCall {
         let mut events = paused.thread.subscribe(detached.cursor);
         let mut done = paused.done.clone();
         loop {
+            // A question settled meanwhile (its approval timeout passed, its turn ended)
+            // is not asked again.
+            detached
+                .waiting
+                .retain(|_, asked| !asked.answer.is_closed());
             // Questions a retry left unanswered are asked again at once.
             if !detached.waiting.is_empty() {
                 return self.ask(paused, detached).await;
