@@ -4,6 +4,7 @@ mod cold_start;
 mod concurrency;
 mod event_latency;
 mod flood;
+mod http;
 mod idle_memory;
 pub mod model;
 mod patch;
@@ -20,7 +21,7 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 11] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
@@ -30,6 +31,8 @@ pub const NAMES: [&str; 9] = [
     "output-flood",
     "resume",
     "patch",
+    "http-sessions",
+    "http-overhead",
 ];
 
 /// How long the handshake may take, start-up included.
@@ -66,6 +69,8 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
         "output-flood" => Box::new(flood::OutputFlood),
         "resume" => Box::new(resume::Resume::default()),
         "patch" => Box::new(patch::Patch::default()),
+        "http-sessions" => Box::new(http::HttpSessions { sessions: 1000 }),
+        "http-overhead" => Box::new(http::HttpOverhead),
         _ => return None,
     })
 }
