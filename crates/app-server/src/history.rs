@@ -60,7 +60,9 @@ pub(crate) fn turns_from_events<'a>(
             | ThreadEventMsg::TokenCount(_)
             | ThreadEventMsg::StreamError(_)
             | ThreadEventMsg::Warning(_)
-            | ThreadEventMsg::ShutdownComplete => {}
+            | ThreadEventMsg::ShutdownComplete
+            | ThreadEventMsg::McpStartupUpdate(_)
+            | ThreadEventMsg::McpStartupComplete(_) => {}
         }
     }
     turns

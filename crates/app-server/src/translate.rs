@@ -24,6 +24,11 @@ use crate::protocol::{
     TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification, TurnStatus,
     UserInput, WarningNotification,
 };
+// MCP servers and their tool calls.
+use crate::protocol::{
+    McpServerStartupState, McpServerStatusUpdatedNotification, McpToolCallError, McpToolCallResult,
+    McpToolCallStatus,
+};
 
 /// What one engine event becomes on the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,6 +256,25 @@ pub(crate) fn thread_event(event: &ThreadEvent, started_at: Option<i64>) -> Vec<
                 thread_id,
             }))]
         }
+        ThreadEventMsg::McpStartupUpdate(update) => {
+            let (status, error) = match &update.status {
+                engine::McpStartupStatus::Starting => (McpServerStartupState::Starting, None),
+                engine::McpStartupStatus::Ready => (McpServerStartupState::Ready, None),
+                engine::McpStartupStatus::Failed { error } => {
+                    (McpServerStartupState::Failed, Some(error.clone()))
+                }
+                engine::McpStartupStatus::Cancelled => (McpServerStartupState::Cancelled, None),
+            };
+            vec![notify(N::McpServerStatusUpdated(
+                McpServerStatusUpdatedNotification {
+                    name: update.server.clone(),
+                    status,
+                    error,
+                },
+            ))]
+        }
+        // Each server's own update already said how it went.
+        ThreadEventMsg::McpStartupComplete(_) => Vec::new(),
     }
 }
 
@@ -319,7 +343,8 @@ fn item_progress(item: &engine::ThreadItem, thread_id: String, turn_id: String) 
         | engine::ThreadItem::FileChange(_)
         | engine::ThreadItem::EnteredReviewMode(_)
         | engine::ThreadItem::ExitedReviewMode(_)
-        | engine::ThreadItem::ContextCompaction(_) => Vec::new(),
+        | engine::ThreadItem::ContextCompaction(_)
+        | engine::ThreadItem::McpToolCall(_) => Vec::new(),
     }
 }
 
@@ -390,6 +415,27 @@ pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
         },
         engine::ThreadItem::ContextCompaction(compaction) => ThreadItem::ContextCompaction {
             id: compaction.id.clone(),
+        },
+        engine::ThreadItem::McpToolCall(call) => ThreadItem::McpToolCall {
+            id: call.id.clone(),
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            status: match call.status {
+                engine::McpToolCallStatus::InProgress => McpToolCallStatus::InProgress,
+                engine::McpToolCallStatus::Completed => McpToolCallStatus::Completed,
+                engine::McpToolCallStatus::Failed => McpToolCallStatus::Failed,
+            },
+            arguments: call.arguments.clone().unwrap_or(serde_json::Value::Null),
+            result: call.result.as_ref().map(|result| McpToolCallResult {
+                content: result.content.clone(),
+                structured_content: result.structured_content.clone(),
+            }),
+            error: call.error.as_ref().map(|message| McpToolCallError {
+                message: message.clone(),
+            }),
+            duration_ms: call
+                .duration
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         },
     }
 }

@@ -21,6 +21,7 @@ pub mod event_log;
 pub mod exec;
 pub mod exec_env;
 mod instructions;
+mod mcp;
 pub mod model_family;
 pub mod project_doc;
 pub mod review;

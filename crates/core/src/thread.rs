@@ -307,6 +307,8 @@ pub(crate) struct Session {
         expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
     )]
     pub(crate) tool_state: ToolState,
+    /// The thread's MCP servers.
+    pub(crate) mcp: crate::mcp::ThreadServers,
 }
 
 impl Session {
@@ -508,6 +510,7 @@ fn spawn(
     let session = Arc::new(Session {
         tools: tools.clone(),
         tool_state: ToolState::default(),
+        mcp: crate::mcp::ThreadServers::default(),
         approvals: ApprovalGate::new(),
         settings: settings.clone(),
         log: log.clone(),
@@ -529,6 +532,12 @@ fn spawn(
         if read_project_docs {
             add_project_instructions(&session).await;
         }
+        // The first turn waits for the servers: their tools are in its first request.
+        let config = lock(&session.settings).config.clone();
+        session
+            .mcp
+            .start(&config, &session.log, &session.tools)
+            .await;
         submission_loop(session, submit_rx).await;
     });
     thread
@@ -653,6 +662,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
             }
             Op::Shutdown => {
                 stop(&session, running.take(), &mut queue).await;
+                session.mcp.release().await;
                 session
                     .log
                     .publish_final(&id, ThreadEventMsg::ShutdownComplete)
@@ -662,6 +672,7 @@ async fn submission_loop(session: Arc<Session>, mut ops: mpsc::UnboundedReceiver
         }
     }
     stop(&session, running, &mut queue).await;
+    session.mcp.release().await;
     session.close_rollout().await;
     session.log.close();
 }

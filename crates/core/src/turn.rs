@@ -117,6 +117,7 @@ impl TurnContext {
             ThreadItem::CommandExecution(_)
                 | ThreadItem::FileChange(_)
                 | ThreadItem::ContextCompaction(_)
+                | ThreadItem::McpToolCall(_)
         ) {
             let mut open = lock(&self.open_items);
             if done {
@@ -177,6 +178,11 @@ impl TurnContext {
                     compaction.status = ContextCompactionStatus::Failed;
                     ThreadItem::ContextCompaction(compaction)
                 }
+                ThreadItem::McpToolCall(mut call) => {
+                    call.status = deputy_protocol::McpToolCallStatus::Failed;
+                    call.error = Some("aborted: the turn was stopped".into());
+                    ThreadItem::McpToolCall(call)
+                }
                 other => other,
             };
             self.emit(ThreadEventMsg::ItemCompleted(ItemEvent { item }));
@@ -199,6 +205,14 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         } => (overrides.as_ref(), output_schema.clone()),
         TurnKind::Compact => (None, None),
     };
+    if let Some(why) = session.mcp.failure() {
+        let failed = TurnClock::never_started().failed(why, CodexErrorInfo::Other);
+        session
+            .log
+            .publish_durable(Some(&turn_id), &submission_id, failed)
+            .await;
+        return;
+    }
     let before = session.settings_for_turn(None).map(|s| s.config);
     let settings = match session.settings_for_turn(overrides) {
         Ok(settings) => settings,

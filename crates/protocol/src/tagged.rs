@@ -145,6 +145,10 @@ mod tests {
             json!({"type": "exited_review_mode", "id": "i8", "review": "the changes",
                 "output": null}),
             json!({"type": "context_compaction", "id": "i9", "status": "completed"}),
+            json!({"type": "mcp_tool_call", "id": "i10", "call_id": "c10", "server": "docs",
+                "tool": "search", "arguments": {"q": "x"}, "status": "completed",
+                "started": true, "result": {"content": [{"type": "text", "text": "hit"}],
+                    "isError": false}, "duration": {"secs": 0, "nanos": 7}}),
         ]
     }
 
@@ -179,6 +183,10 @@ mod tests {
             json!({"type": "turn_aborted", "turn_id": "u1", "reason": "interrupted"}),
             json!({"type": "turn_failed", "message": "model unreachable"}),
             json!({"type": "shutdown_complete"}),
+            json!({"type": "mcp_startup_update", "server": "docs",
+                "status": {"state": "failed", "error": "no such file"}}),
+            json!({"type": "mcp_startup_complete", "ready": ["a"],
+                "failed": [{"server": "docs", "error": "no such file"}], "cancelled": []}),
         ]
     }
 
@@ -210,6 +218,7 @@ mod tests {
             ThreadItem::EnteredReviewMode(_) => 6,
             ThreadItem::ExitedReviewMode(_) => 7,
             ThreadItem::ContextCompaction(_) => 8,
+            ThreadItem::McpToolCall(_) => 9,
         }
     }
 
@@ -234,6 +243,8 @@ mod tests {
             ThreadEventMsg::TurnAborted(_) => 16,
             ThreadEventMsg::TurnFailed(_) => 17,
             ThreadEventMsg::ShutdownComplete => 18,
+            ThreadEventMsg::McpStartupUpdate(_) => 19,
+            ThreadEventMsg::McpStartupComplete(_) => 20,
         }
     }
 
@@ -258,12 +269,12 @@ mod tests {
 
     #[test]
     fn every_item_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadItem>(items(), item_kind, 9);
+        reads_back::<ThreadItem>(items(), item_kind, 10);
     }
 
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadEventMsg>(events(), event_kind, 19);
+        reads_back::<ThreadEventMsg>(events(), event_kind, 21);
     }
 
     #[test]

@@ -68,6 +68,10 @@ pub enum ThreadEventMsg {
     TurnFailed(ErrorEvent),
     /// The thread has stopped.
     ShutdownComplete,
+    /// An MCP server of the thread is starting, started or failed to.
+    McpStartupUpdate(crate::McpStartupUpdateEvent),
+    /// Every MCP server of the thread has started or failed.
+    McpStartupComplete(crate::McpStartupCompleteEvent),
 }
 
 crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object with a `type`", {
@@ -90,6 +94,8 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "turn_aborted" => TurnAborted(TurnAbortedEvent),
     "turn_failed" => TurnFailed(ErrorEvent),
     "shutdown_complete" => ShutdownComplete,
+    "mcp_startup_update" => McpStartupUpdate(crate::McpStartupUpdateEvent),
+    "mcp_startup_complete" => McpStartupComplete(crate::McpStartupCompleteEvent),
 });
 
 impl ThreadEventMsg {

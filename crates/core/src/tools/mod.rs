@@ -12,7 +12,7 @@ mod spec;
 pub(crate) use diff::TurnDiffTracker;
 pub(crate) use patch::{PatchInFlight, finish_interrupted as finish_interrupted_patch};
 pub(crate) use registry::{
-    ThreadTools, ToolCall, ToolHandler, ToolRegistry, ToolRegistryError, ToolState,
+    ThreadTools, ToolCall, ToolHandler, ToolPayload, ToolRegistry, ToolRegistryError, ToolState,
 };
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
