@@ -14,31 +14,30 @@ use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     SessionId,
 };
-use deputy_core::approval::Answer;
-use deputy_core::driver::{ApprovalRequest, Approver};
-use deputy_protocol::ReviewDecision;
+use deputy_core::driver::{Approver, Asked};
+use deputy_protocol::{ApprovalDecision, Reply};
 
 use crate::translate::permission_tool_call;
 
 /// The options offered, with the decision each stands for.
-const OPTIONS: [(&str, &str, PermissionOptionKind, ReviewDecision); 3] = [
+const OPTIONS: [(&str, &str, PermissionOptionKind, ApprovalDecision); 3] = [
     (
         "allow_once",
         "Allow once",
         PermissionOptionKind::AllowOnce,
-        ReviewDecision::Approved,
+        ApprovalDecision::Approved,
     ),
     (
         "allow_always",
         "Allow for this session",
         PermissionOptionKind::AllowAlways,
-        ReviewDecision::ApprovedForSession,
+        ApprovalDecision::ApprovedForSession,
     ),
     (
         "reject_once",
         "Reject",
         PermissionOptionKind::RejectOnce,
-        ReviewDecision::Denied,
+        ApprovalDecision::Denied,
     ),
 ];
 
@@ -56,59 +55,58 @@ impl ClientApprover {
 }
 
 impl Approver for ClientApprover {
-    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+    type Kept = ();
+
+    async fn put(&self, _asked: &Asked) {}
+
+    /// Every kind of question is a permission request about a tool call
+    /// (`permission_tool_call` shows each kind its own way).
+    fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
         let options = OPTIONS
             .iter()
             .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
             .collect();
         let asked = RequestPermissionRequest::new(
             self.session_id.clone(),
-            permission_tool_call(&request),
+            permission_tool_call(&asked),
             options,
         );
         let pending = self.client.send_request(asked).block_task();
         async move {
             match pending.await {
                 Ok(response) => decision(&response.outcome),
-                Err(error) => denied(&format!(
+                Err(error) => Reply::denied(format!(
                     "the client answered the permission request with an error ({})",
                     error.message
                 )),
             }
         }
     }
+
+    // Dropping the pending request withdraws it (`$/cancel_request`).
+    async fn settled(&self, _kept: ()) {}
 }
 
 /// The engine's decision for the client's outcome: an option it offered, else denied.
-fn decision(outcome: &RequestPermissionOutcome) -> Answer {
+fn decision(outcome: &RequestPermissionOutcome) -> Reply {
     match outcome {
         RequestPermissionOutcome::Selected(selected) => {
             match OPTIONS
                 .iter()
                 .find(|(id, ..)| *id == &*selected.option_id.0)
             {
-                Some((.., decision)) => Answer {
-                    decision: *decision,
-                    reason: None,
-                },
-                None => denied(&format!(
+                Some((.., decision)) => Reply::decided(*decision),
+                None => Reply::denied(format!(
                     "the client chose `{}`, which was not offered",
                     selected.option_id
                 )),
             }
         }
         RequestPermissionOutcome::Cancelled => {
-            denied("the client cancelled the permission request")
+            Reply::denied("the client cancelled the permission request")
         }
         // A newer outcome this version does not know: not a yes.
-        _ => denied("the client's answer is not one this agent knows"),
-    }
-}
-
-fn denied(reason: &str) -> Answer {
-    Answer {
-        decision: ReviewDecision::Denied,
-        reason: Some(reason.to_string()),
+        _ => Reply::denied("the client's answer is not one this agent knows"),
     }
 }
 
@@ -125,11 +123,11 @@ mod tests {
     #[test]
     fn each_offered_option_maps_to_its_decision() {
         for (option, expected) in [
-            ("allow_once", ReviewDecision::Approved),
-            ("allow_always", ReviewDecision::ApprovedForSession),
-            ("reject_once", ReviewDecision::Denied),
+            ("allow_once", ApprovalDecision::Approved),
+            ("allow_always", ApprovalDecision::ApprovedForSession),
+            ("reject_once", ApprovalDecision::Denied),
         ] {
-            assert_eq!(decision(&selected(option)).decision, expected, "{option}");
+            assert_eq!(decision(&selected(option)).decision(), expected, "{option}");
         }
     }
 
@@ -139,9 +137,9 @@ mod tests {
             RequestPermissionOutcome::Cancelled,
             selected("allow_forever"),
         ] {
-            let answer = decision(&outcome);
-            assert_eq!(answer.decision, ReviewDecision::Denied, "{outcome:?}");
-            assert!(answer.reason.is_some(), "{outcome:?}");
+            let Reply::Decision { decision, reason } = decision(&outcome);
+            assert_eq!(decision, ApprovalDecision::Denied, "{outcome:?}");
+            assert!(reason.is_some(), "{outcome:?}");
         }
     }
 }

@@ -9,24 +9,11 @@ use crate::translate::UpdateMapper;
 
 /// Sends the updates of `thread`'s events up to seq `through` (inclusive).
 pub(crate) async fn replay(thread: &Thread, through: u64, updates: &UpdateSender) {
-    if through == 0 {
-        return;
-    }
     let mut mapper = UpdateMapper::replay();
     let mut events = thread.subscribe(0);
-    while let Some(next) = events.next().await {
-        let event = match next {
-            Ok(event) => event,
-            Err(_lagged) => {
-                events = events.resubscribe();
-                continue;
-            }
-        };
+    while let Some(event) = events.next_through(through).await {
         for update in mapper.map(&event) {
             updates.send(update);
-        }
-        if event.seq >= through {
-            break;
         }
     }
 }

@@ -16,9 +16,9 @@ use agent_client_protocol::v1::schema::{
     ToolKind, UsageUpdate,
 };
 use deputy_core::command_safety::command_line;
-use deputy_core::driver::{ApprovalKind, ApprovalRequest};
+use deputy_core::driver::Asked;
 use deputy_protocol::{
-    self as engine, CommandExecutionStatus, FileChange, ParsedCommand, PatchApplyStatus,
+    self as engine, CommandExecutionStatus, FileChange, ParsedCommand, PatchApplyStatus, Question,
     StepStatus, ThreadEvent, ThreadEventMsg, ThreadItem,
 };
 use serde_json::json;
@@ -111,8 +111,7 @@ impl UpdateMapper {
             | ThreadEventMsg::TurnStarted(_)
             | ThreadEventMsg::TurnComplete(_)
             | ThreadEventMsg::TurnAborted(_)
-            | ThreadEventMsg::ExecApprovalRequest(_)
-            | ThreadEventMsg::PatchApprovalRequest(_)
+            | ThreadEventMsg::QuestionAsked(_)
             | ThreadEventMsg::ApprovalResolved(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete => Vec::new(),
@@ -337,9 +336,9 @@ impl UpdateMapper {
 }
 
 /// The tool call a permission request is about, as the client knows it from `tool_call`.
-pub(crate) fn permission_tool_call(request: &ApprovalRequest) -> ToolCallUpdate {
-    let fields = match &request.kind {
-        ApprovalKind::Exec(exec) => {
+pub(crate) fn permission_tool_call(asked: &Asked) -> ToolCallUpdate {
+    let fields = match &asked.question {
+        Question::Exec(exec) => {
             let mut fields = ToolCallUpdateFields::new()
                 .title(command_line(&exec.command))
                 .kind(command_kind(&exec.parsed_cmd))
@@ -350,7 +349,7 @@ pub(crate) fn permission_tool_call(request: &ApprovalRequest) -> ToolCallUpdate 
             }
             fields
         }
-        ApprovalKind::Patch(patch) => {
+        Question::Patch(patch) => {
             let mut content = diffs(&patch.changes);
             if let Some(reason) = &patch.reason {
                 content.insert(0, text_content(reason));
@@ -362,8 +361,22 @@ pub(crate) fn permission_tool_call(request: &ApprovalRequest) -> ToolCallUpdate 
                 .content(content)
                 .raw_input(patch_input(&patch.changes))
         }
+        Question::McpToolCall(call) => {
+            let mut fields = ToolCallUpdateFields::new()
+                .title(format!("{}: {}", call.server, call.tool))
+                .kind(ToolKind::Other)
+                .raw_input(json!({
+                    "server": call.server,
+                    "tool": call.tool,
+                    "arguments": call.arguments,
+                }));
+            if let Some(reason) = &call.reason {
+                fields = fields.content(vec![text_content(reason)]);
+            }
+            fields
+        }
     };
-    ToolCallUpdate::new(request.item_id.clone(), fields)
+    ToolCallUpdate::new(asked.item_id.clone(), fields)
 }
 
 fn update(id: &str, fields: ToolCallUpdateFields) -> SessionUpdate {

@@ -1,203 +1,309 @@
-//! Approvals asked of the client: the questions a thread's follower has sent, and the
-//! [`Approver`] through which the driver's [`deputy_core::driver::ApprovalRouter`] awaits
-//! their answers (under the approval timeout, withdrawn when no longer wanted).
+//! Questions asked of the client: the driver's [`Approver`] for the app-server. A
+//! question goes out as a server request in order with the thread's notifications
+//! ([`Approver::put`]), its answer is read by the question's kind ([`Approver::ask`]), and
+//! once the driver's router settles it — the client answered, another door did, or its
+//! turn or thread ended — the client is told with `serverRequest/resolved`
+//! ([`Approver::settled`]). The open questions themselves are the router's to keep.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
 
-use deputy_core::approval::Answer;
-use deputy_core::driver::{ApprovalKind, ApprovalRequest, Approver};
-use deputy_protocol::ReviewDecision;
+use deputy_core::command_safety::escape_command_for_display;
+use deputy_core::driver::{Approver, Asked};
+use deputy_protocol::{
+    self as engine, ApprovalDecision as Decision, McpToolCallApprovalRequest, Question, Reply,
+};
+use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 
-use crate::outgoing::ClientReply;
+use crate::outgoing::{ClientReply, Outgoing};
 use crate::protocol::{
-    ApprovalDecision, CommandExecutionRequestApprovalResponse, FileChangeRequestApprovalResponse,
-    RequestId,
+    ApprovalDecision, CommandExecutionRequestApprovalParams,
+    CommandExecutionRequestApprovalResponse, FileChangeRequestApprovalParams,
+    FileChangeRequestApprovalResponse, McpElicitationMode, McpElicitationObjectType,
+    McpElicitationSchema, McpServerElicitationAction, McpServerElicitationRequestParams,
+    McpServerElicitationRequestResponse, RequestId, ServerNotification, ServerRequest,
+    ServerRequestResolvedNotification,
 };
+use crate::translate::command_actions;
+
+/// Asks a thread's questions of the client.
+pub(crate) struct ClientApprover {
+    outgoing: Outgoing,
+}
+
+impl ClientApprover {
+    /// An approver sending its requests through `outgoing`.
+    pub(crate) fn new(outgoing: Outgoing) -> Self {
+        Self { outgoing }
+    }
+}
 
 /// A question sent to the client and not yet settled.
-#[derive(Debug)]
-pub(crate) struct Question {
-    /// The server request carrying it.
-    pub(crate) request_id: RequestId,
-    /// The turn asking.
-    pub(crate) turn_id: String,
+pub(crate) struct Sent {
+    thread_id: String,
+    request_id: RequestId,
     /// Where the answer arrives; taken by whoever awaits it.
     reply: Option<oneshot::Receiver<ClientReply>>,
 }
 
-/// The open questions of one thread, by the model call id the engine waits on.
-#[derive(Debug, Default)]
-pub(crate) struct OpenQuestions(Mutex<HashMap<String, Question>>);
-
-impl OpenQuestions {
-    /// Records a question just sent as `request_id`, its answer arriving on `reply`.
-    pub(crate) fn asked(
-        &self,
-        call_id: String,
-        turn_id: String,
-        request_id: RequestId,
-        reply: oneshot::Receiver<ClientReply>,
-    ) {
-        self.lock().insert(
-            call_id,
-            Question {
-                request_id,
-                turn_id,
-                reply: Some(reply),
-            },
-        );
-    }
-
-    /// Forgets the question about `call_id` and returns it.
-    pub(crate) fn settle(&self, call_id: &str) -> Option<Question> {
-        self.lock().remove(call_id)
-    }
-
-    /// Forgets the questions `turn_id` asked and returns them.
-    pub(crate) fn settle_turn(&self, turn_id: &str) -> Vec<Question> {
-        let mut open = self.lock();
-        let calls: Vec<String> = open
-            .iter()
-            .filter(|(_, q)| q.turn_id == turn_id)
-            .map(|(call, _)| call.clone())
-            .collect();
-        calls.iter().filter_map(|call| open.remove(call)).collect()
-    }
-
-    /// Forgets every question and returns them.
-    pub(crate) fn settle_all(&self) -> Vec<Question> {
-        self.lock().drain().map(|(_, q)| q).collect()
-    }
-
-    fn take_reply(&self, call_id: &str) -> Option<oneshot::Receiver<ClientReply>> {
-        self.lock().get_mut(call_id).and_then(|q| q.reply.take())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Question>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Awaits the client's answer to the question its follower sent about a request.
-pub(crate) struct ClientApprover {
-    questions: std::sync::Arc<OpenQuestions>,
-}
-
-impl ClientApprover {
-    /// An approver reading the answers to `questions`.
-    pub(crate) fn new(questions: std::sync::Arc<OpenQuestions>) -> Self {
-        Self { questions }
-    }
-}
-
 impl Approver for ClientApprover {
-    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
-        let reply = self.questions.take_reply(request.call_id());
-        let is_exec = matches!(request.kind, ApprovalKind::Exec(_));
+    type Kept = Sent;
+
+    async fn put(&self, asked: &Asked) -> Sent {
+        let (request_id, reply) = self.outgoing.request(server_request(asked)).await;
+        Sent {
+            thread_id: asked.thread_id.clone(),
+            request_id,
+            reply: Some(reply),
+        }
+    }
+
+    fn ask(&self, asked: Asked, sent: &mut Sent) -> impl Future<Output = Reply> + Send + 'static {
+        let reply = sent.reply.take();
         async move {
             let Some(reply) = reply else {
-                return denied("the question could not be sent to the client");
+                return Reply::denied("the question could not be sent to the client");
             };
             match reply.await {
-                Ok(Ok(result)) => {
-                    let decision = if is_exec {
-                        serde_json::from_value::<CommandExecutionRequestApprovalResponse>(result)
-                            .map(|r| r.decision)
-                    } else {
-                        serde_json::from_value::<FileChangeRequestApprovalResponse>(result)
-                            .map(|r| r.decision)
-                    };
-                    match decision {
-                        Ok(decision) => Answer {
-                            decision: review_decision(decision),
-                            reason: None,
-                        },
-                        Err(err) => {
-                            denied(&format!("the client's answer could not be read ({err})"))
-                        }
-                    }
-                }
-                Ok(Err(error)) => denied(&format!(
+                Ok(Ok(result)) => read_answer(&asked.question, result),
+                Ok(Err(error)) => Reply::denied(format!(
                     "the client answered with an error ({})",
                     error.message
                 )),
-                Err(_) => denied("the client left before answering"),
+                Err(_) => Reply::denied("the client left before answering"),
             }
+        }
+    }
+
+    async fn settled(&self, sent: Sent) {
+        self.outgoing.withdraw(&sent.request_id);
+        self.outgoing
+            .notify(ServerNotification::ServerRequestResolved(
+                ServerRequestResolvedNotification {
+                    thread_id: sent.thread_id,
+                    request_id: sent.request_id,
+                },
+            ))
+            .await;
+    }
+}
+
+/// The server request that asks `asked`.
+pub(crate) fn server_request(asked: &Asked) -> ServerRequest {
+    let (thread_id, turn_id, item_id) = (
+        asked.thread_id.clone(),
+        asked.turn_id.clone(),
+        asked.item_id.clone(),
+    );
+    match &asked.question {
+        Question::Exec(q) => {
+            ServerRequest::CommandExecutionRequestApproval(CommandExecutionRequestApprovalParams {
+                thread_id,
+                turn_id,
+                item_id,
+                reason: q.reason.clone(),
+                command: Some(escape_command_for_display(&q.command)),
+                cwd: Some(q.cwd.clone()),
+                command_actions: Some(command_actions(&q.parsed_cmd)),
+                available_decisions: Some(ApprovalDecision::ALL.to_vec()),
+            })
+        }
+        Question::Patch(q) => {
+            ServerRequest::FileChangeRequestApproval(FileChangeRequestApprovalParams {
+                thread_id,
+                turn_id,
+                item_id,
+                reason: q.reason.clone(),
+                grant_root: q.grant_root.clone(),
+            })
+        }
+        Question::McpToolCall(q) => {
+            ServerRequest::McpServerElicitationRequest(McpServerElicitationRequestParams {
+                thread_id,
+                turn_id: Some(turn_id),
+                server_name: q.server.clone(),
+                mode: McpElicitationMode::Form,
+                message: mcp_tool_question(q),
+                requested_schema: McpElicitationSchema {
+                    kind: McpElicitationObjectType::Object,
+                    properties: Default::default(),
+                },
+                meta: Some(serde_json::json!({
+                    "codex_approval_kind": "mcp_tool_call",
+                    "tool": q.tool,
+                    "arguments": q.arguments,
+                })),
+            })
         }
     }
 }
 
-fn denied(reason: &str) -> Answer {
-    Answer {
-        decision: ReviewDecision::Denied,
-        reason: Some(reason.to_string()),
+/// The question for an MCP tool call (wire text: the client escapes what it shows).
+fn mcp_tool_question(q: &McpToolCallApprovalRequest) -> String {
+    let mut message = format!(
+        "Allow the agent to call the tool `{}` of the MCP server `{}`?",
+        q.tool, q.server
+    );
+    if let Some(arguments) = &q.arguments {
+        message.push_str(&format!("\narguments: {arguments}"));
     }
+    if let Some(reason) = &q.reason {
+        message.push_str(&format!("\nreason: {reason}"));
+    }
+    message
+}
+
+/// The engine's reply for the client's answer to `question`, read as that question's
+/// answer type; an answer that cannot be read declines.
+fn read_answer(question: &Question, result: serde_json::Value) -> Reply {
+    fn read<T: DeserializeOwned>(result: serde_json::Value) -> Result<T, Reply> {
+        serde_json::from_value(result)
+            .map_err(|err| Reply::denied(format!("the client's answer could not be read ({err})")))
+    }
+    let decision = match question {
+        Question::Exec(_) => read::<CommandExecutionRequestApprovalResponse>(result)
+            .map(|answer| engine_decision(answer.decision)),
+        Question::Patch(_) => read::<FileChangeRequestApprovalResponse>(result)
+            .map(|answer| engine_decision(answer.decision)),
+        Question::McpToolCall(_) => {
+            read::<McpServerElicitationRequestResponse>(result).map(|answer| match answer.action {
+                McpServerElicitationAction::Accept => Decision::Approved,
+                McpServerElicitationAction::Decline => Decision::Denied,
+                McpServerElicitationAction::Cancel => Decision::Abort,
+            })
+        }
+    };
+    decision.map_or_else(|refused| refused, Reply::decided)
 }
 
 /// The engine's decision for the client's.
-pub(crate) fn review_decision(decision: ApprovalDecision) -> ReviewDecision {
+pub(crate) fn engine_decision(decision: ApprovalDecision) -> engine::ApprovalDecision {
     match decision {
-        ApprovalDecision::Accept => ReviewDecision::Approved,
-        ApprovalDecision::AcceptForSession => ReviewDecision::ApprovedForSession,
-        ApprovalDecision::Decline => ReviewDecision::Denied,
-        ApprovalDecision::Cancel => ReviewDecision::Abort,
+        ApprovalDecision::Accept => Decision::Approved,
+        ApprovalDecision::AcceptForSession => Decision::ApprovedForSession,
+        ApprovalDecision::Decline => Decision::Denied,
+        ApprovalDecision::Cancel => Decision::Abort,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use deputy_protocol::{ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent};
+    use serde_json::json;
+
     use super::*;
     use crate::protocol::JsonRpcError;
-    use deputy_protocol::ExecApprovalRequestEvent;
-    use serde_json::json;
-    use std::sync::Arc;
 
-    fn exec_request(call_id: &str) -> ApprovalRequest {
-        ApprovalRequest {
+    fn exec() -> Question {
+        Question::Exec(ExecApprovalRequestEvent {
+            call_id: "c".into(),
+            turn_id: "u".into(),
+            command: vec!["true".into()],
+            cwd: "/".into(),
+            reason: None,
+            parsed_cmd: Vec::new(),
+        })
+    }
+
+    fn patch() -> Question {
+        Question::Patch(ApplyPatchApprovalRequestEvent {
+            call_id: "c".into(),
+            turn_id: "u".into(),
+            changes: Default::default(),
+            reason: None,
+            grant_root: None,
+        })
+    }
+
+    fn mcp_tool_call() -> Question {
+        Question::McpToolCall(McpToolCallApprovalRequest {
+            call_id: "c".into(),
+            turn_id: "u".into(),
+            server: "docs".into(),
+            tool: "search".into(),
+            arguments: Some(json!({"q": "x"})),
+            reason: None,
+        })
+    }
+
+    fn asked(question: Question) -> Asked {
+        Asked {
             thread_id: "t".into(),
             turn_id: "u".into(),
             event_id: "e".into(),
             item_id: "i".into(),
-            kind: ApprovalKind::Exec(ExecApprovalRequestEvent {
-                call_id: call_id.into(),
-                turn_id: "u".into(),
-                command: vec!["true".into()],
-                cwd: "/".into(),
-                reason: None,
-                parsed_cmd: Vec::new(),
-            }),
+            question,
         }
     }
 
-    async fn answer_to(reply: ClientReply) -> Answer {
-        let questions = Arc::new(OpenQuestions::default());
+    async fn answer_to(question: Question, reply: ClientReply) -> Reply {
+        let (outgoing, _lines) = Outgoing::new(16, 1 << 20);
+        let approver = ClientApprover::new(outgoing);
         let (tx, rx) = oneshot::channel();
-        questions.asked("c".into(), "u".into(), RequestId::Integer(0), rx);
-        let asking = ClientApprover::new(questions).ask(exec_request("c"));
+        let mut sent = Sent {
+            thread_id: "t".into(),
+            request_id: RequestId::Integer(0),
+            reply: Some(rx),
+        };
+        let asking = approver.ask(asked(question), &mut sent);
         tx.send(reply).unwrap();
         asking.await
     }
 
     #[tokio::test]
-    async fn each_decision_maps_to_the_engine_decision() {
-        for (decision, expected) in [
-            ("accept", ReviewDecision::Approved),
-            ("acceptForSession", ReviewDecision::ApprovedForSession),
-            ("decline", ReviewDecision::Denied),
-            ("cancel", ReviewDecision::Abort),
+    async fn each_decision_maps_to_the_engine_decision_for_commands_and_patches() {
+        for question in [exec(), patch()] {
+            for (decision, expected) in [
+                ("accept", Decision::Approved),
+                ("acceptForSession", Decision::ApprovedForSession),
+                ("decline", Decision::Denied),
+                ("cancel", Decision::Abort),
+            ] {
+                let reply = answer_to(question.clone(), Ok(json!({"decision": decision}))).await;
+                assert_eq!(reply, Reply::decided(expected), "{decision}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_mcp_tool_call_is_asked_as_an_elicitation_form_and_its_action_is_the_answer() {
+        let ServerRequest::McpServerElicitationRequest(params) =
+            server_request(&asked(mcp_tool_call()))
+        else {
+            panic!("not an MCP elicitation");
+        };
+        assert_eq!(params.server_name, "docs");
+        assert_eq!(params.turn_id.as_deref(), Some("u"));
+        assert!(params.message.contains("`search`"), "{}", params.message);
+        assert!(
+            params.message.contains(r#"{"q":"x"}"#),
+            "{}",
+            params.message
+        );
+        assert_eq!(
+            params.meta.unwrap()["codex_approval_kind"],
+            json!("mcp_tool_call")
+        );
+        for (action, expected) in [
+            ("accept", Decision::Approved),
+            ("decline", Decision::Denied),
+            ("cancel", Decision::Abort),
         ] {
-            let answer = answer_to(Ok(json!({"decision": decision}))).await;
-            assert_eq!(
-                answer,
-                Answer {
-                    decision: expected,
-                    reason: None
-                },
-                "{decision}"
-            );
+            let reply = answer_to(mcp_tool_call(), Ok(json!({"action": action}))).await;
+            assert_eq!(reply, Reply::decided(expected), "{action}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_of_another_kind_of_question_is_not_read_as_a_yes() {
+        // A command answer to a tool-call question, and the other way round.
+        for (question, answer) in [
+            (mcp_tool_call(), json!({"decision": "accept"})),
+            (exec(), json!({"action": "accept"})),
+            (patch(), json!({"action": "accept"})),
+        ] {
+            let reply = answer_to(question, Ok(answer.clone())).await;
+            assert_eq!(reply.decision(), Decision::Denied, "{answer}");
         }
     }
 
@@ -209,9 +315,9 @@ mod tests {
             Ok(json!({"decision": "approved"})),
             Err(JsonRpcError::internal("no")),
         ] {
-            let answer = answer_to(reply.clone()).await;
-            assert_eq!(answer.decision, ReviewDecision::Denied, "{reply:?}");
-            assert!(answer.reason.is_some(), "{reply:?}");
+            let Reply::Decision { decision, reason } = answer_to(exec(), reply.clone()).await;
+            assert_eq!(decision, Decision::Denied, "{reply:?}");
+            assert!(reason.is_some(), "{reply:?}");
         }
     }
 }

@@ -1,28 +1,28 @@
-//! One task per thread the client uses: it follows the thread's event log and turns
-//! each event into messages ([`crate::translate`]), asks the client the thread's approval
-//! questions through the driver's [`ApprovalRouter`], and starts turns (input, reviews,
-//! compactions) and interrupts them, so that a response always goes out before the events
-//! its request causes.
+//! One task per thread the client uses: it follows the thread through the driver
+//! ([`follow_thread`]), turning each event into notifications ([`crate::translate`]) and
+//! asking the client the thread's questions through its approver
+//! ([`crate::approver`]), and starts turns (input, reviews, compactions) and interrupts
+//! them, so that a response always goes out before the events its request causes.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use deputy_core::driver::ApprovalRouter;
-use deputy_core::{Subscription, Thread, ThreadError, TurnInput};
+use deputy_core::driver::{Follow, TurnObserver, follow_thread};
+use deputy_core::{Thread, ThreadError, TurnInput};
 use deputy_protocol::{
     InputItem, ReviewRequest, TaskStartedEvent, ThreadEvent, ThreadEventMsg, TurnOverrides,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
-use crate::approver::{ClientApprover, OpenQuestions, Question};
+use crate::approver::ClientApprover;
 use crate::outgoing::Outgoing;
 use crate::protocol::{
-    ClientMethod, JsonRpcError, RequestId, ReviewStartResponse, ServerNotification,
-    ServerRequestResolvedNotification, ThreadCompactStartResponse, Turn, TurnInterruptResponse,
-    TurnStartResponse, TurnStatus, methods,
+    ClientMethod, JsonRpcError, RequestId, ReviewStartResponse, ThreadCompactStartResponse, Turn,
+    TurnInterruptResponse, TurnStartResponse, TurnStatus, methods,
 };
-use crate::translate::{self, Outbound};
+use crate::translate;
 
 /// How many commands may wait for a follower.
 const COMMAND_QUEUE: usize = 16;
@@ -92,23 +92,25 @@ impl Follower {
     /// Follows `thread` from the event after `after_seq`.
     pub(crate) fn spawn(thread: Arc<Thread>, after_seq: u64, outgoing: Outgoing) -> Self {
         let (commands, inbox) = mpsc::channel(COMMAND_QUEUE);
-        let questions = Arc::new(OpenQuestions::default());
-        let router = ApprovalRouter::new(
-            thread.clone(),
-            Arc::new(ClientApprover::new(questions.clone())),
-        );
-        let events = thread.subscribe(after_seq);
-        let task = tokio::spawn(
-            Following {
-                thread,
-                outgoing,
-                router,
-                questions,
-                open_turns: HashSet::new(),
-                started_at: HashMap::new(),
-            }
-            .run(events, inbox),
-        );
+        let follow = Follow {
+            events: thread.subscribe(after_seq),
+            open_questions: Vec::new(),
+        };
+        let approver = Arc::new(ClientApprover::new(outgoing.clone()));
+        let mut following = Following {
+            thread: thread.clone(),
+            outgoing,
+            inbox,
+            command: None,
+            open_turns: HashSet::new(),
+            started_at: HashMap::new(),
+        };
+        let task = tokio::spawn(async move {
+            // It ends when the thread stops (or the server aborts it).
+            let never = CancellationToken::new();
+            follow_thread(&thread, follow, approver, &mut following, &never).await;
+            following.refuse_waiting().await;
+        });
         Self { commands, task }
     }
 
@@ -136,32 +138,62 @@ impl Follower {
 struct Following {
     thread: Arc<Thread>,
     outgoing: Outgoing,
-    router: ApprovalRouter<ClientApprover>,
-    questions: Arc<OpenQuestions>,
+    inbox: mpsc::Receiver<Command>,
+    /// The command taken from the inbox, to run before the next event.
+    command: Option<Command>,
     /// Turns started here whose end has not been seen (running or queued).
     open_turns: HashSet<String>,
     /// When each turn seen starting started (Unix seconds), until its end is reported.
     started_at: HashMap<String, i64>,
 }
 
-impl Following {
-    async fn run(mut self, mut events: Subscription, mut inbox: mpsc::Receiver<Command>) {
-        loop {
-            tokio::select! {
-                // Commands first: a response must precede the events its request causes.
-                biased;
-                Some(command) = inbox.recv() => self.command(command).await,
-                next = events.next() => match next {
-                    Some(Ok(event)) => self.event(&event).await,
-                    // Fell behind a slow client: continue from the last event sent.
-                    Some(Err(_lagged)) => events = events.resubscribe(),
-                    None => break,
-                },
-            }
+impl TurnObserver for Following {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        let turn_id = event.turn_id.as_deref().unwrap_or_default();
+        if let ThreadEventMsg::TurnStarted(TaskStartedEvent {
+            started_at: Some(at),
+            ..
+        }) = &event.msg
+        {
+            self.started_at.insert(turn_id.to_string(), *at);
         }
-        // The thread stopped: whatever still waits gets an answer.
-        inbox.close();
-        while let Ok(command) = inbox.try_recv() {
+        let started_at = self.started_at.get(turn_id).copied();
+        if event.msg.ends_turn() {
+            self.open_turns.remove(turn_id);
+            self.started_at.remove(turn_id);
+        }
+        for notification in translate::thread_event(event, started_at) {
+            self.outgoing.notify(notification).await;
+        }
+    }
+
+    /// Commands come before further events: a response must precede the events its
+    /// request causes.
+    async fn wake(&mut self) {
+        match self.inbox.recv().await {
+            Some(command) => self.command = Some(command),
+            // Nothing more will come; the thread's events still do.
+            None => std::future::pending().await,
+        }
+    }
+
+    async fn tick(&mut self) {
+        if let Some(command) = self.command.take() {
+            self.command(command).await;
+        }
+    }
+}
+
+impl Following {
+    /// The thread stopped: every command still waiting is answered with an error.
+    async fn refuse_waiting(&mut self) {
+        self.inbox.close();
+        let waiting = self.command.take().into_iter();
+        let mut queued = Vec::new();
+        while let Ok(command) = self.inbox.try_recv() {
+            queued.push(command);
+        }
+        for command in waiting.chain(queued) {
             let id = command.request_id();
             self.outgoing
                 .error(
@@ -169,9 +201,6 @@ impl Following {
                     JsonRpcError::invalid_request("the thread has shut down"),
                 )
                 .await;
-        }
-        for question in self.questions.settle_all() {
-            self.resolved(question).await;
         }
     }
 
@@ -264,56 +293,5 @@ impl Following {
                     .await;
             }
         }
-    }
-
-    async fn event(&mut self, event: &ThreadEvent) {
-        let turn_id = event.turn_id.as_deref().unwrap_or_default();
-        if let ThreadEventMsg::TurnStarted(TaskStartedEvent {
-            started_at: Some(at),
-            ..
-        }) = &event.msg
-        {
-            self.started_at.insert(turn_id.to_string(), *at);
-        }
-        let started_at = self.started_at.get(turn_id).copied();
-        if event.msg.ends_turn() {
-            // Questions the turn left open are settled by its end, before it is reported.
-            for question in self.questions.settle_turn(turn_id) {
-                self.resolved(question).await;
-            }
-            self.open_turns.remove(turn_id);
-            self.started_at.remove(turn_id);
-        }
-        for outbound in translate::thread_event(event, started_at) {
-            match outbound {
-                Outbound::Notify(notification) => self.outgoing.notify(*notification).await,
-                Outbound::Ask { call_id, request } => {
-                    let (request_id, reply) = self.outgoing.request(request).await;
-                    let turn_id = event.turn_id.clone().unwrap_or_default();
-                    self.questions.asked(call_id, turn_id, request_id, reply);
-                }
-                Outbound::Resolved { call_id } => {
-                    if let Some(question) = self.questions.settle(&call_id) {
-                        self.resolved(question).await;
-                    }
-                }
-            }
-        }
-        // After the question went out: the router hands it to the approver, which awaits
-        // the answer under the approval timeout.
-        self.router.observe(event);
-    }
-
-    /// Tells the client its answer to `question` is no longer wanted (or was taken).
-    async fn resolved(&self, question: Question) {
-        self.outgoing.withdraw(&question.request_id);
-        self.outgoing
-            .notify(ServerNotification::ServerRequestResolved(
-                ServerRequestResolvedNotification {
-                    thread_id: self.thread.id().to_string(),
-                    request_id: question.request_id,
-                },
-            ))
-            .await;
     }
 }

@@ -16,7 +16,6 @@
 
 mod approver;
 mod follower;
-mod history;
 mod listen;
 mod outgoing;
 pub mod protocol;

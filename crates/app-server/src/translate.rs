@@ -6,23 +6,22 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use deputy_core::command_safety::escape_command_for_display;
+use deputy_core::turn_history::{TurnState, turns_from_events};
 use deputy_protocol::{
     self as engine, FileChange, ItemDeltaEvent, ParsedCommand, StepStatus, ThreadEvent,
     ThreadEventMsg, TokenUsage,
 };
 
 use crate::protocol::{
-    AgentMessageDeltaNotification, ApprovalDecision, CodexErrorInfo, CommandAction,
-    CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
-    CommandExecutionSource, CommandExecutionStatus, ErrorNotification,
-    FileChangeRequestApprovalParams, FileUpdateChange, ItemCompletedNotification,
-    ItemStartedNotification, PatchApplyStatus, PatchChangeKind,
-    ReasoningSummaryTextDeltaNotification, ServerNotification, ServerRequest, ThreadActiveFlag,
-    ThreadClosedNotification, ThreadItem, ThreadStatus, ThreadStatusChangedNotification,
-    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, TokenUsageBreakdown, Turn,
-    TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError, TurnPlanStep,
-    TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification, TurnStatus,
-    UserInput, WarningNotification,
+    AgentMessageDeltaNotification, CodexErrorInfo, CommandAction,
+    CommandExecutionOutputDeltaNotification, CommandExecutionSource, CommandExecutionStatus,
+    ErrorNotification, FileUpdateChange, ItemCompletedNotification, ItemStartedNotification,
+    PatchApplyStatus, PatchChangeKind, ReasoningSummaryTextDeltaNotification, ServerNotification,
+    ThreadActiveFlag, ThreadClosedNotification, ThreadItem, ThreadStatus,
+    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
+    TokenUsageBreakdown, Turn, TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError,
+    TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification,
+    TurnStatus, UserInput, WarningNotification,
 };
 // MCP servers and their tool calls.
 use crate::protocol::{
@@ -30,34 +29,19 @@ use crate::protocol::{
     McpToolCallStatus,
 };
 
-/// What one engine event becomes on the wire.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Outbound {
-    /// A notification (boxed: some carry a whole item).
-    Notify(Box<ServerNotification>),
-    /// A question for the client about the engine's call `call_id`.
-    Ask {
-        /// The model's tool call id the engine waits on.
-        call_id: String,
-        /// The request to send.
-        request: ServerRequest,
-    },
-    /// The question about `call_id` is settled: tell the client (`serverRequest/resolved`).
-    Resolved {
-        /// The model's tool call id.
-        call_id: String,
-    },
-}
-
-/// The messages `event` stands for, in order; `started_at` is when the event's turn
+/// The notifications `event` stands for, in order; `started_at` is when the event's turn
 /// started, if known (the events ending a turn do not repeat it).
 ///
 /// Besides the event's own messages, `thread/status/changed` reports what the thread
 /// now waits on: a turn (`active`), an approval (`waitingOnApproval`), nothing (`idle`),
-/// or the user after a failed turn (`systemError`), as Codex reports them.
-pub(crate) fn thread_event(event: &ThreadEvent, started_at: Option<i64>) -> Vec<Outbound> {
+/// or the user after a failed turn (`systemError`), as Codex reports them. A question
+/// itself is put to the client by the thread's approver (`crate::approver`).
+pub(crate) fn thread_event(
+    event: &ThreadEvent,
+    started_at: Option<i64>,
+) -> Vec<ServerNotification> {
     use ServerNotification as N;
-    let notify = |n: ServerNotification| Outbound::Notify(Box::new(n));
+    let notify = |n: ServerNotification| n;
     let thread_id = event.thread_id.clone();
     let turn_id = event.turn_id.clone().unwrap_or_default();
     let status = |status: ThreadStatus| {
@@ -134,45 +118,8 @@ pub(crate) fn thread_event(event: &ThreadEvent, started_at: Option<i64>) -> Vec<
                 delta: String::from_utf8_lossy(&delta.chunk).into_owned(),
             },
         ))],
-        ThreadEventMsg::ExecApprovalRequest(asked) => vec![
-            status(active(true)),
-            Outbound::Ask {
-                call_id: asked.request.call_id.clone(),
-                request: ServerRequest::CommandExecutionRequestApproval(
-                    CommandExecutionRequestApprovalParams {
-                        thread_id,
-                        turn_id,
-                        item_id: asked.item_id.clone(),
-                        reason: asked.request.reason.clone(),
-                        command: Some(escape_command_for_display(&asked.request.command)),
-                        cwd: Some(asked.request.cwd.clone()),
-                        command_actions: Some(command_actions(&asked.request.parsed_cmd)),
-                        available_decisions: Some(ApprovalDecision::ALL.to_vec()),
-                    },
-                ),
-            },
-        ],
-        ThreadEventMsg::PatchApprovalRequest(asked) => vec![
-            status(active(true)),
-            Outbound::Ask {
-                call_id: asked.request.call_id.clone(),
-                request: ServerRequest::FileChangeRequestApproval(
-                    FileChangeRequestApprovalParams {
-                        thread_id,
-                        turn_id,
-                        item_id: asked.item_id.clone(),
-                        reason: asked.request.reason.clone(),
-                        grant_root: asked.request.grant_root.clone(),
-                    },
-                ),
-            },
-        ],
-        ThreadEventMsg::ApprovalResolved(resolved) => vec![
-            Outbound::Resolved {
-                call_id: resolved.call_id.clone(),
-            },
-            status(active(false)),
-        ],
+        ThreadEventMsg::QuestionAsked(_) => vec![status(active(true))],
+        ThreadEventMsg::ApprovalResolved(_) => vec![status(active(false))],
         ThreadEventMsg::TurnDiff(diff) => {
             vec![notify(N::TurnDiffUpdated(TurnDiffUpdatedNotification {
                 thread_id,
@@ -278,6 +225,33 @@ pub(crate) fn thread_event(event: &ThreadEvent, started_at: Option<i64>) -> Vec<
     }
 }
 
+/// The turns `events` tell of (see `deputy_core::turn_history`), in the wire shape.
+pub(crate) fn turns<'a>(
+    events: impl IntoIterator<Item = &'a ThreadEvent>,
+    running: Option<&str>,
+) -> Vec<Turn> {
+    turns_from_events(events, running)
+        .iter()
+        .map(|record| Turn {
+            items: record.items.iter().map(item).collect(),
+            error: record.error.as_ref().map(turn_error),
+            started_at: record.started_at,
+            completed_at: record.completed_at,
+            duration_ms: record.duration_ms,
+            ..Turn::new(record.id.clone(), turn_status(record.state))
+        })
+        .collect()
+}
+
+fn turn_status(state: TurnState) -> TurnStatus {
+    match state {
+        TurnState::InProgress => TurnStatus::InProgress,
+        TurnState::Completed => TurnStatus::Completed,
+        TurnState::Interrupted => TurnStatus::Interrupted,
+        TurnState::Failed => TurnStatus::Failed,
+    }
+}
+
 /// A failed turn's error in the wire shape.
 pub(crate) fn turn_error(failed: &engine::ErrorEvent) -> TurnError {
     TurnError {
@@ -312,17 +286,19 @@ fn codex_error_info(info: engine::CodexErrorInfo) -> CodexErrorInfo {
     }
 }
 
-fn turn_completed(thread_id: String, turn: Turn) -> Outbound {
-    Outbound::Notify(Box::new(ServerNotification::TurnCompleted(
-        TurnCompletedNotification { thread_id, turn },
-    )))
+fn turn_completed(thread_id: String, turn: Turn) -> ServerNotification {
+    ServerNotification::TurnCompleted(TurnCompletedNotification { thread_id, turn })
 }
 
 /// What an item's start or update says besides `item/started`: the plan's new state.
-fn item_progress(item: &engine::ThreadItem, thread_id: String, turn_id: String) -> Vec<Outbound> {
+fn item_progress(
+    item: &engine::ThreadItem,
+    thread_id: String,
+    turn_id: String,
+) -> Vec<ServerNotification> {
     match item {
-        engine::ThreadItem::Plan(plan) => vec![Outbound::Notify(Box::new(
-            ServerNotification::TurnPlanUpdated(TurnPlanUpdatedNotification {
+        engine::ThreadItem::Plan(plan) => vec![ServerNotification::TurnPlanUpdated(
+            TurnPlanUpdatedNotification {
                 thread_id,
                 turn_id,
                 explanation: plan.explanation.clone(),
@@ -334,8 +310,8 @@ fn item_progress(item: &engine::ThreadItem, thread_id: String, turn_id: String) 
                         status: plan_status(step.status),
                     })
                     .collect(),
-            }),
-        ))],
+            },
+        )],
         engine::ThreadItem::UserMessage(_)
         | engine::ThreadItem::AgentMessage(_)
         | engine::ThreadItem::Reasoning(_)
@@ -440,7 +416,7 @@ pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
     }
 }
 
-fn command_actions(parsed: &[ParsedCommand]) -> Vec<CommandAction> {
+pub(crate) fn command_actions(parsed: &[ParsedCommand]) -> Vec<CommandAction> {
     parsed
         .iter()
         .map(|parsed| match parsed {

@@ -21,7 +21,7 @@ use deputy_core::driver::{ReviewTurnRequest, TurnObserver, TurnOutcome, drive_re
 use deputy_core::rollout::SessionSource;
 use deputy_protocol::{
     EventMsg, ExecCommandStatus, Op, ReviewFinding, ReviewOutputEvent, ReviewRequest, ReviewTarget,
-    ThreadEvent, legacy_events,
+    ThreadEvent, codex_events,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -238,8 +238,8 @@ impl TurnObserver for Progress {
             return;
         }
         let mut stderr = std::io::stderr().lock();
-        for legacy in legacy_events(event) {
-            if let Some(line) = progress_line(&legacy.msg) {
+        for codex in codex_events(event) {
+            if let Some(line) = progress_line(&codex.msg) {
                 let _ = writeln!(stderr, "{}", escape_line(&line));
                 self.wrote = true;
             }

@@ -8,7 +8,7 @@ use deputy_core::rollout::{
     RolloutError, RolloutItem, find_rollout, list_sessions, read_rollout, repair_thread,
     resolve_thread_id, threads_needing_repair,
 };
-use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, legacy_events};
+use deputy_protocol::{EventMsg, ReasoningSummary, ResponseItem, TurnAbortReason, codex_events};
 
 /// Lines of a tool's output shown by `sessions show`; the rest is counted.
 const OUTPUT_LINES: usize = 20;
@@ -131,8 +131,8 @@ fn render(item: &RolloutItem, turn: &mut usize, out: &mut String) {
         }
         RolloutItem::ResponseItem(item) => render_item(item, out),
         RolloutItem::Event(event) => {
-            for legacy in legacy_events(event) {
-                render_event(&legacy.msg, out);
+            for codex in codex_events(event) {
+                render_event(&codex.msg, out);
             }
         }
         RolloutItem::EventMsg(msg) => render_event(msg, out),

@@ -84,7 +84,6 @@ async fn review(thread: &Arc<Thread>, target: ReviewTarget) -> Vec<Arc<ThreadEve
     let mut seen = Vec::new();
     tokio::time::timeout(WAIT, async {
         while let Some(event) = events.next().await {
-            let event = event.unwrap();
             let done = event.turn_id.as_deref() == Some(turn.as_str()) && event.msg.ends_turn();
             seen.push(event);
             if done {
@@ -286,7 +285,6 @@ async fn an_interrupted_review_exits_without_findings() {
     let mut seen = Vec::new();
     tokio::time::timeout(WAIT, async {
         while let Some(event) = events.next().await {
-            let event = event.unwrap();
             let done = event.msg.ends_turn();
             seen.push(event);
             if done {

@@ -100,7 +100,7 @@ fn sandbox_available() -> bool {
     match deputy_sandbox::probe() {
         Ok(_) => true,
         Err(reason) => {
-            eprintln!("skipping the sandboxed case: {reason}");
+            deputy_test_support::skip_without_sandbox(reason);
             false
         }
     }

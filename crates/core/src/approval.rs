@@ -1,22 +1,15 @@
-//! Waiting for a user's decision: one pending answer per tool call,
-//! and what the user approved for the rest of the session.
+//! Waiting for a user's reply: one pending question per tool call, and what the user
+//! approved for the rest of the session.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use deputy_protocol::{ReviewDecision, SandboxMode};
+use deputy_protocol::{Reply, SandboxMode};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// A decision, with the reason when nobody actually decided (timeout, client unable to ask…).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
-    /// The decision.
-    pub decision: ReviewDecision,
-    /// Why it was decided without the user, if so.
-    pub reason: Option<String>,
-}
+use crate::sync::lock;
 
 /// What a session-wide command approval covers: the same argv, run in the same directory,
 /// under the same sandbox mode. The same argv elsewhere (another `workdir`) is a different
@@ -37,7 +30,7 @@ pub struct CommandApproval {
 /// driver's, started when the question actually reaches someone (see `crate::driver`).
 #[derive(Debug, Default)]
 pub struct ApprovalGate {
-    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Reply>>>,
     approved_commands: Mutex<HashSet<CommandApproval>>,
     approved_files: Mutex<HashSet<PathBuf>>,
 }
@@ -48,18 +41,18 @@ impl ApprovalGate {
         Self::default()
     }
 
-    /// Registers a request under `call_id`; await the returned [`PendingApproval`]
-    /// after the request event has been sent.
+    /// Registers a question under `call_id`; await the returned [`PendingApproval`]
+    /// after the question has been published.
     pub fn register(&self, call_id: &str) -> PendingApproval {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(call_id.to_string(), tx);
         PendingApproval { rx }
     }
 
-    /// Delivers an answer; false when nothing waits under that id (late or unknown).
-    pub fn resolve(&self, call_id: &str, answer: Answer) -> bool {
+    /// Delivers a reply; false when nothing waits under that id (late or unknown).
+    pub fn resolve(&self, call_id: &str, reply: Reply) -> bool {
         match lock(&self.pending).remove(call_id) {
-            Some(tx) => tx.send(answer).is_ok(),
+            Some(tx) => tx.send(reply).is_ok(),
             None => false,
         }
     }
@@ -97,37 +90,30 @@ impl ApprovalGate {
 /// An approval being waited for.
 #[derive(Debug)]
 pub struct PendingApproval {
-    rx: oneshot::Receiver<Answer>,
+    rx: oneshot::Receiver<Reply>,
 }
 
 impl PendingApproval {
-    /// Waits for the answer.
+    /// Waits for the reply.
     ///
     /// Once `cancel` fires this never resolves: the turn's owner stops the turn and
     /// drops the wait, reporting an interruption. Answering `Abort` here instead would
     /// race that owner and could report the client's interrupt as the user's `abort`.
-    pub async fn wait(self, cancel: &CancellationToken) -> Answer {
+    pub async fn wait(self, cancel: &CancellationToken) -> Reply {
         tokio::select! {
-            answer = self.rx => answer.unwrap_or(Answer {
-                decision: ReviewDecision::Denied,
-                reason: Some("the approval request was dropped before it was answered".into()),
+            reply = self.rx => reply.unwrap_or_else(|_| {
+                Reply::denied("the approval request was dropped before it was answered")
             }),
             () = cancel.cancelled() => std::future::pending().await,
         }
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding these locks cannot leave the maps inconsistent
-    // (single insert/remove), so a poisoned lock is still usable.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use deputy_protocol::ApprovalDecision;
 
     use super::*;
 
@@ -135,22 +121,11 @@ mod tests {
     async fn answer_reaches_the_waiter() {
         let gate = ApprovalGate::new();
         let pending = gate.register("c1");
-        assert!(gate.resolve(
-            "c1",
-            Answer {
-                decision: ReviewDecision::Approved,
-                reason: None
-            }
-        ));
-        let answer = pending.wait(&CancellationToken::new()).await;
-        assert_eq!(answer.decision, ReviewDecision::Approved);
-        assert!(!gate.resolve(
-            "c1",
-            Answer {
-                decision: ReviewDecision::Approved,
-                reason: None
-            }
-        ));
+        let approved = Reply::decided(ApprovalDecision::Approved);
+        assert!(gate.resolve("c1", approved.clone()));
+        let reply = pending.wait(&CancellationToken::new()).await;
+        assert_eq!(reply, approved);
+        assert!(!gate.resolve("c1", approved));
     }
 
     #[tokio::test]

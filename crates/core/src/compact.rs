@@ -17,10 +17,11 @@ use deputy_protocol::{
 };
 
 use crate::client::Prompt;
+use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::context_window::{self, item_bytes, tokens_for_bytes};
 use crate::instructions;
 use crate::model_family::ModelFamily;
-use crate::turn::{Sampled, TurnContext, TurnStop, Visibility, new_item_id, sample_with_retries};
+use crate::sampling::{Sampled, Visibility, sample_with_retries};
 
 /// deputy's own request for a summary, used unless `compact_prompt` replaces it.
 pub const DEFAULT_COMPACT_PROMPT: &str = include_str!("prompts/compact_prompt.md");

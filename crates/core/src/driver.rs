@@ -1,184 +1,206 @@
-//! The one place a front door runs a turn: follow the thread's events, hand each to the
-//! front door, route approval requests to the front door's [`Approver`] under the
-//! approval timeout, interrupt on cancellation, and map the turn's end to a
+//! The one place a front door runs or watches a thread: follow its events, hand each to
+//! the front door, route its questions to the front door's [`Approver`] under the
+//! approval timeout, interrupt on cancellation, and map a turn's end to a
 //! [`TurnOutcome`]. Front doors only translate: events to their wire, questions to
 //! their way of asking.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, ItemEvent, Op, ReviewDecision,
-    ReviewOutputEvent, ReviewRequest, ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
+    ApprovalDecision, ItemEvent, Op, Question, Reply, ReviewOutputEvent, ReviewRequest,
+    ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::Answer;
+use crate::event_log::Subscription;
 use crate::thread::{Thread, ThreadError, TurnInput};
 
 /// A question for the user, as the front door's [`Approver`] gets it.
 #[derive(Debug, Clone)]
-pub struct ApprovalRequest {
+pub struct Asked {
     /// The thread asking.
     pub thread_id: String,
     /// The turn asking.
     pub turn_id: String,
-    /// The submission id the request event carries (Codex's event id).
+    /// The submission id the question's event carries (Codex's event id).
     pub event_id: String,
-    /// The command or file change item the question is about.
+    /// The item the question is about (a command, a file change, a tool call).
     pub item_id: String,
     /// What is asked.
-    pub kind: ApprovalKind,
+    pub question: Question,
 }
 
-/// What an approval request is about.
-#[derive(Debug, Clone)]
-pub enum ApprovalKind {
-    /// Running a command.
-    Exec(ExecApprovalRequestEvent),
-    /// Applying a patch.
-    Patch(ApplyPatchApprovalRequestEvent),
-}
-
-impl ApprovalRequest {
-    /// The request carried by `event`, if it is an approval request.
+impl Asked {
+    /// The question `event` asks, if it asks one.
     pub fn from_event(event: &ThreadEvent) -> Option<Self> {
-        let (item_id, kind) = match &event.msg {
-            ThreadEventMsg::ExecApprovalRequest(r) => {
-                (r.item_id.clone(), ApprovalKind::Exec(r.request.clone()))
-            }
-            ThreadEventMsg::PatchApprovalRequest(r) => {
-                (r.item_id.clone(), ApprovalKind::Patch(r.request.clone()))
-            }
-            _ => return None,
+        let ThreadEventMsg::QuestionAsked(asked) = &event.msg else {
+            return None;
         };
         Some(Self {
             thread_id: event.thread_id.clone(),
             turn_id: event.turn_id.clone().unwrap_or_default(),
             event_id: event.submission_id.clone(),
-            item_id,
-            kind,
+            item_id: asked.item_id.clone(),
+            question: asked.question.clone(),
         })
     }
 
     /// The model's tool call id the engine waits on.
     pub fn call_id(&self) -> &str {
-        match &self.kind {
-            ApprovalKind::Exec(r) => &r.call_id,
-            ApprovalKind::Patch(r) => &r.call_id,
-        }
-    }
-
-    /// The op that answers this request.
-    fn answer_op(&self, answer: Answer) -> Op {
-        let id = self.call_id().to_string();
-        let Answer { decision, reason } = answer;
-        match self.kind {
-            ApprovalKind::Exec(_) => Op::ExecApproval {
-                id,
-                decision,
-                reason,
-            },
-            ApprovalKind::Patch(_) => Op::PatchApproval {
-                id,
-                decision,
-                reason,
-            },
-        }
+        self.question.call_id()
     }
 }
 
-/// How a front door asks its user.
+/// How a front door asks its user. Every front door matches [`Question`] exhaustively,
+/// so a new kind of question does not compile until each says how it asks it.
 pub trait Approver: Send + Sync + 'static {
-    /// Asks about `request`. The driver drops the future when the answer is no longer
-    /// wanted (answered elsewhere, the turn ended, the timeout passed): withdraw the
-    /// question then. A front door that cannot ask answers at once with a reason.
-    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static;
+    /// What the front door keeps about a question while it is open: `()` for a door
+    /// whose [`Approver::ask`] does everything; the request it sent for a door that puts
+    /// its questions in order with its other output ([`Approver::put`]).
+    type Kept: Send + 'static;
+
+    /// Puts the question in order with the door's other output: awaited right after
+    /// the question's event was delivered, before the next event is. Returns what the
+    /// door keeps while the question is open.
+    fn put(&self, asked: &Asked) -> impl Future<Output = Self::Kept> + Send;
+
+    /// Waits for the user's reply to `asked` (taking from `kept` what it needs). The
+    /// router drops the future when the answer is no longer wanted (answered elsewhere,
+    /// the turn ended, the timeout passed): withdraw the question then. A front door
+    /// that cannot ask replies at once with a reason.
+    fn ask(
+        &self,
+        asked: Asked,
+        kept: &mut Self::Kept,
+    ) -> impl Future<Output = Reply> + Send + 'static;
+
+    /// The question `kept` stands for is settled — answered (by this door or another),
+    /// or its turn or thread ended: tell the client if it needs telling. Awaited in
+    /// order, before the event that settled it is delivered.
+    fn settled(&self, kept: Self::Kept) -> impl Future<Output = ()> + Send;
 }
 
-/// Asks the front door about every approval request it is shown, under the thread's
-/// approval timeout, and stops asking once the answer is no longer wanted.
+/// Asks the front door about every question of a thread it is shown, under the
+/// thread's approval timeout, and owns the bookkeeping: which questions are open, for
+/// which turn, and what the door keeps about each until it is settled.
 pub struct ApprovalRouter<A: Approver> {
     thread: Arc<Thread>,
     approver: Arc<A>,
     timeout: Duration,
-    asking: HashMap<String, Asking>,
+    /// In the order asked.
+    open: Vec<Open<A::Kept>>,
 }
 
-struct Asking {
+struct Open<K> {
+    call_id: String,
     turn_id: String,
     task: JoinHandle<()>,
+    kept: K,
 }
 
 impl<A: Approver> ApprovalRouter<A> {
-    /// A router answering `thread`'s requests through `approver`.
+    /// A router answering `thread`'s questions through `approver`.
     pub fn new(thread: Arc<Thread>, approver: Arc<A>) -> Self {
         let timeout = thread.config().approval_timeout;
         Self {
             thread,
             approver,
             timeout,
-            asking: HashMap::new(),
+            open: Vec::new(),
         }
     }
 
-    /// Looks at one event of the thread: starts asking about an approval request,
-    /// stops asking once it was answered or its turn ended.
-    pub fn observe(&mut self, event: &ThreadEvent) {
-        if let Some(request) = ApprovalRequest::from_event(event) {
-            self.ask(request);
-            return;
+    /// Handles one event of the thread, delivered by `deliver`: the questions it
+    /// settles (answered, or their turn ended) are settled first — the door told —,
+    /// then the event is delivered, then a question it asks is put and asked.
+    pub async fn pass(&mut self, event: &ThreadEvent, deliver: impl Future<Output = ()>) {
+        for kept in self.settle(event) {
+            self.approver.settled(kept).await;
         }
-        match &event.msg {
-            ThreadEventMsg::ApprovalResolved(resolved) => {
-                if let Some(asking) = self.asking.remove(&resolved.call_id) {
-                    asking.task.abort();
-                }
-            }
-            msg if msg.ends_turn() => {
-                let ended = event.turn_id.as_deref().unwrap_or_default();
-                self.asking.retain(|_, asking| {
-                    let keep = asking.turn_id != ended;
-                    if !keep {
-                        asking.task.abort();
-                    }
-                    keep
-                });
-            }
-            _ => {}
+        deliver.await;
+        if let Some(asked) = Asked::from_event(event) {
+            self.put(asked).await;
         }
     }
 
-    fn ask(&mut self, request: ApprovalRequest) {
-        let question = self.approver.ask(request.clone());
+    /// Puts `asked` to the user and waits for the reply in a task of its own, answering
+    /// the engine with it (or, after the approval timeout, with `timed_out`).
+    pub async fn put(&mut self, asked: Asked) {
+        let mut kept = self.approver.put(&asked).await;
+        let call_id = asked.call_id().to_string();
+        let turn_id = asked.turn_id.clone();
+        let reply = self.approver.ask(asked, &mut kept);
         let (thread, timeout) = (self.thread.clone(), self.timeout);
-        let call_id = request.call_id().to_string();
-        let turn_id = request.turn_id.clone();
+        let answer_id = call_id.clone();
         let task = tokio::spawn(async move {
-            let answer = tokio::time::timeout(timeout, question)
+            let reply = tokio::time::timeout(timeout, reply)
                 .await
-                .unwrap_or_else(|_| Answer {
-                    decision: ReviewDecision::TimedOut,
+                .unwrap_or_else(|_| Reply::Decision {
+                    decision: ApprovalDecision::TimedOut,
                     reason: Some(format!(
                         "no answer to the approval request within {} s",
                         timeout.as_secs()
                     )),
                 });
-            let _ = thread.submit(request.answer_op(answer));
+            let _ = thread.submit(Op::Answer {
+                id: answer_id,
+                reply,
+            });
         });
-        if let Some(stale) = self.asking.insert(call_id, Asking { turn_id, task }) {
-            stale.task.abort();
+        // The same call asked again (a resumed thread) replaces the stale question.
+        if let Some(at) = self.open.iter().position(|open| open.call_id == call_id) {
+            self.open.remove(at).task.abort();
         }
+        self.open.push(Open {
+            call_id,
+            turn_id,
+            task,
+            kept,
+        });
+    }
+
+    /// Settles the questions `event` ends and returns what the door kept for each.
+    fn settle(&mut self, event: &ThreadEvent) -> Vec<A::Kept> {
+        match &event.msg {
+            ThreadEventMsg::ApprovalResolved(resolved) => {
+                self.settle_where(|open| open.call_id == resolved.call_id)
+            }
+            msg if msg.ends_turn() => {
+                let ended = event.turn_id.as_deref().unwrap_or_default();
+                self.settle_where(|open| open.turn_id == ended)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Settles every open question (the thread stopped) and tells the door.
+    pub async fn settle_all(&mut self) {
+        for kept in self.settle_where(|_| true) {
+            self.approver.settled(kept).await;
+        }
+    }
+
+    fn settle_where(&mut self, settled: impl Fn(&Open<A::Kept>) -> bool) -> Vec<A::Kept> {
+        let (done, open) = std::mem::take(&mut self.open)
+            .into_iter()
+            .partition::<Vec<_>, _>(|open| settled(open));
+        self.open = open;
+        done.into_iter()
+            .map(|open| {
+                open.task.abort();
+                open.kept
+            })
+            .collect()
     }
 }
 
 impl<A: Approver> Drop for ApprovalRouter<A> {
     fn drop(&mut self) {
-        for (_, asking) in self.asking.drain() {
-            asking.task.abort();
+        for open in self.open.drain(..) {
+            open.task.abort();
         }
     }
 }
@@ -213,15 +235,24 @@ impl TurnOutcome {
     }
 }
 
-/// What a front door does with a turn's events while the driver runs it.
+/// What a front door does with a thread's events while the driver runs a turn or
+/// follows the thread.
 pub trait TurnObserver: Send {
     /// Takes one event (the turn's own, and thread-level ones such as `session_configured`).
     fn deliver(&mut self, event: &ThreadEvent) -> impl Future<Output = ()> + Send;
 
-    /// Resolves whenever the front door wants to report liveness (progress, a spinner);
-    /// the driver polls it between events. Never, by default.
-    fn tick(&mut self) -> impl Future<Output = ()> + Send {
+    /// Resolves whenever the front door has something to do between events: report
+    /// liveness (progress, a spinner), or take a command of its own. The driver polls it
+    /// between events and drops it when an event comes first, so it must be cancel-safe;
+    /// the work itself is [`TurnObserver::tick`]. Never, by default.
+    fn wake(&mut self) -> impl Future<Output = ()> + Send {
         std::future::pending()
+    }
+
+    /// Does what [`TurnObserver::wake`] woke up for; runs to its end before the next
+    /// event is delivered. Nothing, by default.
+    fn tick(&mut self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
     }
 }
 
@@ -268,8 +299,8 @@ pub struct DrivenReview {
 }
 
 /// Runs one turn on `thread` for a front door: delivers its events to `observer` in
-/// order (ending with the turn-ending event), asks `approver` about its approval
-/// requests, and interrupts it once `cancel` fires.
+/// order (ending with the turn-ending event), asks `approver` its questions, and
+/// interrupts it once `cancel` fires.
 pub async fn drive_turn<A: Approver, O: TurnObserver>(
     thread: &Arc<Thread>,
     request: TurnRequest,
@@ -346,17 +377,20 @@ pub async fn drive_compact<O: TurnObserver>(
     .await
 }
 
-/// The approver of a turn that asks nothing (a review, a compaction): should a question
-/// come anyway, it is refused rather than left waiting.
-struct Unasked;
+/// The approver of a turn that asks nothing (a review, a compaction, the reviewer's
+/// own turn): should a question come anyway, it is refused rather than left waiting.
+pub struct Unasked;
 
 impl Approver for Unasked {
-    fn ask(&self, _request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
-        std::future::ready(Answer {
-            decision: ReviewDecision::Denied,
-            reason: Some("this turn runs without approvals".to_string()),
-        })
+    type Kept = ();
+
+    async fn put(&self, _asked: &Asked) {}
+
+    fn ask(&self, _asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
+        std::future::ready(Reply::denied("this turn runs without approvals"))
     }
+
+    async fn settled(&self, _kept: ()) {}
 }
 
 /// Passes events on to the front door's observer, keeping the review's findings.
@@ -374,6 +408,10 @@ impl<O: TurnObserver> TurnObserver for ReviewObserver<'_, O> {
             self.output = exited.output.clone();
         }
         self.inner.deliver(event).await;
+    }
+
+    async fn wake(&mut self) {
+        self.inner.wake().await;
     }
 
     async fn tick(&mut self) {
@@ -398,23 +436,15 @@ async fn drive<A: Approver, O: TurnObserver>(
     loop {
         tokio::select! {
             next = events.next() => {
-                let event = match next {
-                    Some(Ok(event)) => event,
-                    Some(Err(_lagged)) => {
-                        events = events.resubscribe();
-                        continue;
-                    }
-                    None => {
-                        return Ok(DrivenTurn { turn_id, outcome: TurnOutcome::ThreadStopped });
-                    }
+                let Some(event) = next else {
+                    return Ok(DrivenTurn { turn_id, outcome: TurnOutcome::ThreadStopped });
                 };
                 let outcome = match event.turn_id.as_deref() {
                     Some(other) if other != turn_id => continue,
                     Some(_) => TurnOutcome::from_end(&event.msg),
                     None => None,
                 };
-                router.observe(&event);
-                observer.deliver(&event).await;
+                router.pass(&event, observer.deliver(&event)).await;
                 if let Some(outcome) = outcome {
                     return Ok(DrivenTurn { turn_id, outcome });
                 }
@@ -423,7 +453,58 @@ async fn drive<A: Approver, O: TurnObserver>(
                 interrupted = true;
                 let _ = thread.interrupt(&turn_id);
             }
-            () = observer.tick() => {}
+            () = observer.wake() => observer.tick().await,
+        }
+    }
+}
+
+/// Where [`follow_thread`] starts.
+#[derive(Debug)]
+pub struct Follow {
+    /// The thread's events to deliver: a subscription from where the door starts.
+    pub events: Subscription,
+    /// Questions still open at that point (read from the events before it), asked first.
+    pub open_questions: Vec<Asked>,
+}
+
+/// How [`follow_thread`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowEnd {
+    /// The thread stopped; every question still open was settled.
+    ThreadStopped,
+    /// `stop` fired; open questions were withdrawn.
+    Stopped,
+}
+
+/// Follows `thread` for a front door that watches it rather than runs one turn (the
+/// app-server's follower, a conversation stream): every event `follow.events` yields
+/// goes to `observer` in order, every question is asked through `approver`, until the
+/// thread stops or `stop` fires. `stop` is checked first, then the observer's
+/// [`TurnObserver::wake`] (a front door's own commands come before further events).
+pub async fn follow_thread<A: Approver, O: TurnObserver>(
+    thread: &Arc<Thread>,
+    follow: Follow,
+    approver: Arc<A>,
+    observer: &mut O,
+    stop: &CancellationToken,
+) -> FollowEnd {
+    let mut events = follow.events;
+    let mut router = ApprovalRouter::new(thread.clone(), approver);
+    for asked in follow.open_questions {
+        router.put(asked).await;
+    }
+    loop {
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => return FollowEnd::Stopped,
+            () = observer.wake() => observer.tick().await,
+            next = events.next() => {
+                let Some(event) = next else {
+                    router.settle_all().await;
+                    return FollowEnd::ThreadStopped;
+                };
+                router.pass(&event, observer.deliver(&event)).await;
+            }
         }
     }
 }

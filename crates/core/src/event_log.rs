@@ -3,8 +3,9 @@
 //! subscribers, each of which first replays what it missed and then follows live.
 //!
 //! Publishing never waits for a subscriber: each has a bounded buffer, and one that
-//! falls too far behind is cut off and told where it stopped ([`Lagged`]), so it can
-//! subscribe again from there. Events older than the window are read back from the
+//! falls too far behind is cut off ([`Lagged`]); a [`Subscription`] then subscribes again
+//! by itself after the last event it returned, so its reader still sees every event once,
+//! in order. Events older than the window are read back from the
 //! rollout, which is why deltas (not on disk) may be missing from a very old replay.
 
 use std::collections::VecDeque;
@@ -16,7 +17,7 @@ use deputy_protocol::{ThreadEvent, ThreadEventMsg};
 use tokio::sync::mpsc;
 
 use crate::rollout::{EventReplay, RolloutRecorder};
-use crate::thread::lock;
+use crate::sync::lock;
 
 /// Events a subscriber may have pending before it counts as lagging.
 pub const SUBSCRIBER_BUFFER: usize = 4096;
@@ -229,6 +230,7 @@ impl EventLog {
             });
         }
         Subscription {
+            lags: 0,
             log: self.clone(),
             disk_range,
             replay: None,
@@ -370,6 +372,8 @@ fn weight_of(msg: &ThreadEventMsg) -> usize {
 /// One subscriber's view of a log: replay, then live.
 #[derive(Debug)]
 pub struct Subscription {
+    /// How often the log cut this subscription off and it subscribed again.
+    lags: u64,
     log: Arc<EventLog>,
     /// Events older than the window, still to be read from the rollout.
     disk_range: Option<(u64, u64)>,
@@ -385,10 +389,42 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// The next event; `Err(Lagged)` once if this subscriber was cut off for falling
-    /// behind, `None` when the log is closed (the thread stopped) and everything was read.
+    /// The next event; `None` when the log is closed (the thread stopped) and everything
+    /// was read. Cut off for falling behind, it subscribes again after the last event it
+    /// returned (reading what it missed back from memory or the rollout) and goes on.
     /// Cancel-safe: a cancelled call loses no event.
-    pub async fn next(&mut self) -> Option<Result<Arc<ThreadEvent>, Lagged>> {
+    pub async fn next(&mut self) -> Option<Arc<ThreadEvent>> {
+        loop {
+            match self.next_or_lag().await? {
+                Ok(event) => return Some(event),
+                Err(Lagged { .. }) => {
+                    let lags = self.lags + 1;
+                    *self = self.resubscribe();
+                    self.lags = lags;
+                }
+            }
+        }
+    }
+
+    /// The next event up to seq `through`; `None` once the event `through` (or a later
+    /// one) was returned, or when the log closed first. For replaying a thread's events
+    /// up to a point, then stopping.
+    pub async fn next_through(&mut self, through: u64) -> Option<Arc<ThreadEvent>> {
+        if self.last_seq >= through {
+            return None;
+        }
+        // Past `through` already: `through` itself was a delta, which the rollout does not keep.
+        self.next().await.filter(|event| event.seq <= through)
+    }
+
+    /// How often this subscription fell behind, was cut off, and subscribed again.
+    pub fn lags(&self) -> u64 {
+        self.lags
+    }
+
+    /// The next event; `Err(Lagged)` once if this subscriber was cut off for falling
+    /// behind, `None` when the log is closed and everything was read. Cancel-safe.
+    pub(crate) async fn next_or_lag(&mut self) -> Option<Result<Arc<ThreadEvent>, Lagged>> {
         if let Some((after, before)) = self.disk_range {
             self.replay = self.log.replay_persisted(after, before).await;
             self.disk_range = None;
@@ -437,8 +473,8 @@ impl Subscription {
         self.last_seq
     }
 
-    /// A new subscription continuing after the last event this one returned (after [`Lagged`]).
-    pub fn resubscribe(&self) -> Subscription {
+    /// A new subscription continuing after the last event this one returned.
+    pub(crate) fn resubscribe(&self) -> Subscription {
         self.log.subscribe(self.last_seq)
     }
 }

@@ -5,11 +5,10 @@
 //! starts, so `"/"`, `".."` or a symlink out of the workspace widen nothing.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::path::Path;
 
 use deputy_protocol::SandboxMode;
-use deputy_sandbox::{PrivateTmp, SandboxPolicy, TmpRoots};
+use deputy_sandbox::{SandboxPolicy, TmpRoots};
 
 use crate::config::Config;
 use crate::safety::WritableRoots;
@@ -121,37 +120,6 @@ fn to_strings(argv: Vec<std::ffi::OsString>) -> Vec<String> {
         .collect()
 }
 
-/// A thread's private `/tmp`: created when its first confined command runs, kept for the
-/// thread's other commands, removed when the thread's configuration is dropped.
-#[derive(Debug)]
-pub(crate) struct PrivateTmpSlot {
-    name: String,
-    dir: Mutex<Option<PrivateTmp>>,
-}
-
-impl PrivateTmpSlot {
-    /// A slot for the thread `thread_id`; nothing is created yet.
-    pub(crate) fn new(thread_id: &str) -> Self {
-        Self {
-            name: thread_id.to_string(),
-            dir: Mutex::new(None),
-        }
-    }
-
-    /// The directory, created (mode 0700) on first use.
-    fn path(&self) -> Result<PathBuf, String> {
-        let mut dir = self.dir.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(existing) = dir.as_ref() {
-            return Ok(existing.path().to_path_buf());
-        }
-        let created = PrivateTmp::create(&self.name)
-            .map_err(|e| format!("cannot prepare the command's private /tmp: {e}"))?;
-        let path = created.path().to_path_buf();
-        *dir = Some(created);
-        Ok(path)
-    }
-}
-
 /// A short reason why a failed command looks like a sandbox denial.
 pub(crate) fn denial_summary(exit_code: i32, output: &str) -> String {
     if exit_code == deputy_sandbox::SANDBOX_UNAVAILABLE_EXIT_CODE {
@@ -174,6 +142,8 @@ pub(crate) fn denial_summary(exit_code: i32, output: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::config::ConfigLayers;
 

@@ -11,10 +11,12 @@ use deputy_protocol::{Op, SessionConfiguredEvent, ThreadEventMsg, TurnOverrides,
 use crate::client::{ModelClient, ModelError};
 use crate::config::{Config, ConfigError, ConfigLayers};
 use crate::instructions;
+use crate::patch_journal::recover_thread_patches;
+use crate::private_tmp::PrivateTmpSlot;
 use crate::rollout::{self, RolloutError, RolloutRecorder, SessionMeta, SessionSource};
-use crate::sandboxing::PrivateTmpSlot;
-use crate::thread::{Thread, ThreadStart, lock, spawn_new_thread, spawn_thread};
-use crate::tools::patch_journal::recover_thread_patches;
+use crate::submission_loop::{spawn_new_thread, spawn_thread};
+use crate::sync::lock;
+use crate::thread::{Thread, ThreadStart};
 
 /// Why a thread could not be started.
 #[derive(Debug, thiserror::Error)]

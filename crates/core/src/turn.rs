@@ -1,45 +1,26 @@
 //! One turn: model request → stream → run the tool calls → send outputs back,
 //! until the model answers without calling a tool.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use deputy_protocol::{
-    AgentMessageItem, CodexErrorInfo, CommandExecutionStatus, ContextCompactionStatus, InputItem,
-    ItemDeltaEvent, ItemEvent, PatchApplyStatus, PlanUpdateItem, ReasoningItem, ReasoningSummary,
-    ResponseItem, StreamErrorEvent, TaskStartedEvent, ThreadEventMsg, ThreadItem, TokenCountEvent,
-    TokenUsage, TokenUsageInfo, TurnAbortReason, TurnOverrides, UpdatePlanArgs, UserMessageItem,
-    WarningEvent,
+    CodexErrorInfo, InputItem, ResponseItem, TaskStartedEvent, ThreadEventMsg, ThreadItem,
+    TurnAbortReason, TurnOverrides, UserMessageItem, WarningEvent,
 };
-use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{ModelClient, ModelError, Prompt, ResponseEvent, RetryNotice};
+use crate::client::Prompt;
 use crate::compact::{self, CompactTrigger};
-use crate::config::Config;
+use crate::context::{Session, TurnContext, TurnStop, new_item_id};
 use crate::context_window;
 use crate::instructions;
 use crate::model_family::ModelFamily;
-use crate::thread::{Session, lock};
-use crate::tools::{self, PatchInFlight, ToolCall, ToolRegistry, TurnDiffTracker};
+use crate::sampling::{Visibility, sample_with_retries};
+use crate::sync::lock;
+use crate::tools::{self, ThreadTools, ToolCall, ToolRegistry};
 use crate::turn_clock::TurnClock;
 use crate::user_input;
-
-/// How a turn ended early.
-#[derive(Debug)]
-pub(crate) enum TurnStop {
-    /// The user answered an approval with `abort`.
-    Aborted,
-    /// The model call failed for good.
-    Model(ModelError),
-    /// The history could not be compacted (or still does not fit after compacting).
-    Compaction(String),
-    /// The user's input cannot be sent (an image that cannot be read).
-    Input(String),
-    /// The rollout could not be written (the message names the file and the cause).
-    Rollout(String),
-}
 
 /// What a turn does.
 pub(crate) enum TurnKind {
@@ -58,136 +39,8 @@ pub(crate) struct TurnStart {
     pub(crate) submission_id: String,
     pub(crate) turn_id: String,
     pub(crate) kind: TurnKind,
-}
-
-/// What one turn's tool handlers need.
-pub(crate) struct TurnContext {
-    pub(crate) session: Arc<Session>,
-    /// The settings this turn runs with (its overrides applied).
-    pub(crate) config: Arc<Config>,
-    pub(crate) client: ModelClient,
-    pub(crate) sub_id: String,
-    pub(crate) turn_id: String,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) diff: Mutex<TurnDiffTracker>,
-    /// The JSON Schema the turn's final message must follow, if the turn was given one.
-    pub(crate) output_schema: Option<serde_json::Value>,
-    /// Command and file change items started but not completed, by id: closed if the turn stops.
-    open_items: Mutex<BTreeMap<String, ThreadItem>>,
-    /// The turn's plan item, once the model made a plan.
-    plan: Mutex<Option<PlanUpdateItem>>,
-    /// The patch being written, if any: a stopped turn waits for it.
-    pub(crate) patch_in_flight: Mutex<Option<PatchInFlight>>,
-}
-
-/// A new item id (a UUIDv7: unique across threads and restarts).
-pub(crate) fn new_item_id() -> String {
-    uuid::Uuid::now_v7().to_string()
-}
-
-impl TurnContext {
-    /// Publishes an event of this turn.
-    pub(crate) fn emit(&self, msg: ThreadEventMsg) {
-        self.session
-            .log
-            .publish(Some(&self.turn_id), &self.sub_id, msg);
-    }
-
-    /// Reports a new item.
-    pub(crate) fn item_started(&self, item: ThreadItem) {
-        self.track(&item, false);
-        self.emit(ThreadEventMsg::ItemStarted(ItemEvent { item }));
-    }
-
-    /// Reports an item's new state.
-    pub(crate) fn item_updated(&self, item: ThreadItem) {
-        self.track(&item, false);
-        self.emit(ThreadEventMsg::ItemUpdated(ItemEvent { item }));
-    }
-
-    /// Reports an item's final state.
-    pub(crate) fn item_completed(&self, item: ThreadItem) {
-        self.track(&item, true);
-        self.emit(ThreadEventMsg::ItemCompleted(ItemEvent { item }));
-    }
-
-    fn track(&self, item: &ThreadItem, done: bool) {
-        if matches!(
-            item,
-            ThreadItem::CommandExecution(_)
-                | ThreadItem::FileChange(_)
-                | ThreadItem::ContextCompaction(_)
-                | ThreadItem::McpToolCall(_)
-        ) {
-            let mut open = lock(&self.open_items);
-            if done {
-                open.remove(item.id());
-            } else {
-                open.insert(item.id().to_string(), item.clone());
-            }
-        }
-    }
-
-    /// Records the model's new plan: the turn's plan item starts with the first, later ones update it.
-    pub(crate) fn update_plan(&self, args: UpdatePlanArgs) {
-        let mut plan = lock(&self.plan);
-        let started = plan.is_some();
-        let item = PlanUpdateItem {
-            id: plan
-                .as_ref()
-                .map_or_else(new_item_id, |item| item.id.clone()),
-            explanation: args.explanation,
-            plan: args.plan,
-        };
-        *plan = Some(item.clone());
-        drop(plan);
-        if started {
-            self.emit(ThreadEventMsg::ItemUpdated(ItemEvent {
-                item: ThreadItem::Plan(item),
-            }));
-        } else {
-            self.emit(ThreadEventMsg::ItemStarted(ItemEvent {
-                item: ThreadItem::Plan(item),
-            }));
-        }
-    }
-
-    /// Completes what the turn leaves open: the plan, and commands, patches or a
-    /// compaction that a stop or a failure cut short.
-    fn close_items(&self) {
-        if let Some(plan) = lock(&self.plan).take() {
-            self.emit(ThreadEventMsg::ItemCompleted(ItemEvent {
-                item: ThreadItem::Plan(plan),
-            }));
-        }
-        let open = std::mem::take(&mut *lock(&self.open_items));
-        for (_, item) in open {
-            let item = match item {
-                ThreadItem::CommandExecution(mut cmd) => {
-                    cmd.status = CommandExecutionStatus::Failed;
-                    cmd.exit_code = cmd.started.then_some(-1);
-                    cmd.formatted_output = "aborted: the turn was stopped".into();
-                    ThreadItem::CommandExecution(cmd)
-                }
-                ThreadItem::FileChange(mut patch) => {
-                    patch.status = PatchApplyStatus::Failed;
-                    patch.stderr = "aborted: the turn was stopped".into();
-                    ThreadItem::FileChange(patch)
-                }
-                ThreadItem::ContextCompaction(mut compaction) => {
-                    compaction.status = ContextCompactionStatus::Failed;
-                    ThreadItem::ContextCompaction(compaction)
-                }
-                ThreadItem::McpToolCall(mut call) => {
-                    call.status = deputy_protocol::McpToolCallStatus::Failed;
-                    call.error = Some("aborted: the turn was stopped".into());
-                    ThreadItem::McpToolCall(call)
-                }
-                other => other,
-            };
-            self.emit(ThreadEventMsg::ItemCompleted(ItemEvent { item }));
-        }
-    }
+    /// The handlers the thread was given at run time, offered beside the built-in tools.
+    pub(crate) tools: Arc<ThreadTools>,
 }
 
 /// Runs a turn to its end, emitting exactly one turn-ending event.
@@ -196,6 +49,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         submission_id,
         turn_id,
         kind,
+        tools,
     } = start;
     let (overrides, output_schema) = match &kind {
         TurnKind::Input {
@@ -205,7 +59,8 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         } => (overrides.as_ref(), output_schema.clone()),
         TurnKind::Compact => (None, None),
     };
-    if let Some(why) = session.mcp.failure() {
+    let unusable = lock(&session.unusable).clone();
+    if let Some(why) = unusable {
         let failed = TurnClock::never_started().failed(why, CodexErrorInfo::Other);
         session
             .log
@@ -281,7 +136,7 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
                 ctx.item_started(user.clone());
                 ctx.item_completed(user);
                 ctx.session.record([message]);
-                turn_loop(&ctx).await
+                turn_loop(&ctx, &tools).await
             }
             TurnKind::Compact => compact::compact(&ctx, CompactTrigger::Manual)
                 .await
@@ -329,10 +184,13 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         .await;
 }
 
-async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
+async fn turn_loop(
+    ctx: &TurnContext,
+    thread_tools: &ThreadTools,
+) -> Result<Option<String>, TurnStop> {
     let config = &ctx.config;
     let family = ModelFamily::for_config(config);
-    let tools = ToolRegistry::for_turn(&family, &ctx.session.tools);
+    let tools = ToolRegistry::for_turn(&family, thread_tools);
     let tool_specs = tools.specs();
     let instructions = family.base_instructions.into_owned();
     let compact_limit = config.auto_compact_token_limit();
@@ -404,216 +262,6 @@ async fn turn_loop(ctx: &TurnContext) -> Result<Option<String>, TurnStop> {
                 .map_err(TurnStop::Rollout)?;
         }
     }
-}
-
-/// Whether a response's text is shown as it streams (message and reasoning items).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Visibility {
-    /// A response of the conversation: its items are reported.
-    Shown,
-    /// The engine's own request (a summary): only usage and retries are reported.
-    Quiet,
-}
-
-/// One complete model response.
-pub(crate) struct Sampled {
-    /// Its output items.
-    pub(crate) items: Vec<ResponseItem>,
-    /// Its usage, when the provider reported it.
-    pub(crate) usage: Option<TokenUsage>,
-}
-
-/// Streams one model response, retrying a broken stream up to the provider's limit.
-pub(crate) async fn sample_with_retries(
-    ctx: &TurnContext,
-    prompt: &Prompt,
-    visibility: Visibility,
-) -> Result<Sampled, TurnStop> {
-    let max_retries = ctx.client.provider().stream_max_retries();
-    let mut attempt = 0;
-    loop {
-        match sample_once(ctx, prompt, visibility).await {
-            Ok(sampled) => return Ok(sampled),
-            Err(ModelError::Stream(reason)) if attempt < max_retries => {
-                attempt += 1;
-                let delay = backoff(attempt);
-                ctx.emit(ThreadEventMsg::StreamError(StreamErrorEvent {
-                    message: format!(
-                        "model stream broke ({reason}); retrying {attempt}/{max_retries} in {} ms",
-                        delay.as_millis()
-                    ),
-                    codex_error_info: Some(CodexErrorInfo::ResponseStreamDisconnected {
-                        http_status_code: None,
-                    }),
-                }));
-                tokio::time::sleep(delay).await;
-            }
-            Err(err) => return Err(TurnStop::Model(err)),
-        }
-    }
-}
-
-fn backoff(attempt: u64) -> Duration {
-    let base = 200u64.saturating_mul(1 << attempt.min(8).saturating_sub(1));
-    let jitter = fastrand::u64(0..=base / 10);
-    Duration::from_millis(base.min(10_000) + jitter)
-}
-
-/// The message and reasoning items one model response is streaming. An attempt that
-/// breaks leaves its items unfinished; the retry streams the response again as new items.
-#[derive(Default)]
-struct StreamingItems {
-    message: Option<AgentMessageItem>,
-    reasoning: Option<ReasoningItem>,
-}
-
-impl StreamingItems {
-    fn message_delta(&mut self, ctx: &TurnContext, delta: String) {
-        let item = self.message.get_or_insert_with(|| {
-            let item = AgentMessageItem {
-                id: new_item_id(),
-                text: String::new(),
-            };
-            ctx.item_started(ThreadItem::AgentMessage(item.clone()));
-            item
-        });
-        item.text.push_str(&delta);
-        ctx.emit(ThreadEventMsg::AgentMessageDelta(ItemDeltaEvent {
-            item_id: item.id.clone(),
-            delta,
-        }));
-    }
-
-    fn reasoning_delta(&mut self, ctx: &TurnContext, delta: String) {
-        let item = self.reasoning.get_or_insert_with(|| {
-            let item = ReasoningItem {
-                id: new_item_id(),
-                text: String::new(),
-            };
-            ctx.item_started(ThreadItem::Reasoning(item.clone()));
-            item
-        });
-        item.text.push_str(&delta);
-        ctx.emit(ThreadEventMsg::ReasoningDelta(ItemDeltaEvent {
-            item_id: item.id.clone(),
-            delta,
-        }));
-    }
-
-    /// Completes the streaming message with its final text (starting one if nothing streamed).
-    fn message_done(&mut self, ctx: &TurnContext, text: String) {
-        let id = match self.message.take() {
-            Some(item) => item.id,
-            None => {
-                let id = new_item_id();
-                ctx.item_started(ThreadItem::AgentMessage(AgentMessageItem {
-                    id: id.clone(),
-                    text: String::new(),
-                }));
-                id
-            }
-        };
-        ctx.item_completed(ThreadItem::AgentMessage(AgentMessageItem { id, text }));
-    }
-
-    /// Completes the streaming reasoning with `text` when the provider sent a summary.
-    fn reasoning_done(&mut self, ctx: &TurnContext, text: String) {
-        if text.is_empty() {
-            // No summary: the streamed text stays open and is completed with the response.
-            return;
-        }
-        let id = match self.reasoning.take() {
-            Some(item) => item.id,
-            None => {
-                let id = new_item_id();
-                ctx.item_started(ThreadItem::Reasoning(ReasoningItem {
-                    id: id.clone(),
-                    text: String::new(),
-                }));
-                id
-            }
-        };
-        ctx.item_completed(ThreadItem::Reasoning(ReasoningItem { id, text }));
-    }
-
-    /// Completes whatever the response left open.
-    fn finish(&mut self, ctx: &TurnContext) {
-        if let Some(item) = self.reasoning.take() {
-            ctx.item_completed(ThreadItem::Reasoning(item));
-        }
-        if let Some(item) = self.message.take() {
-            ctx.item_completed(ThreadItem::AgentMessage(item));
-        }
-    }
-}
-
-async fn sample_once(
-    ctx: &TurnContext,
-    prompt: &Prompt,
-    visibility: Visibility,
-) -> Result<Sampled, ModelError> {
-    let shown = visibility == Visibility::Shown;
-    let on_retry = |notice: RetryNotice| {
-        ctx.emit(ThreadEventMsg::StreamError(StreamErrorEvent {
-            message: format!(
-                "{}; retrying {}/{} in {} ms",
-                notice.reason,
-                notice.attempt,
-                notice.max_retries,
-                notice.delay.as_millis()
-            ),
-            codex_error_info: Some(CodexErrorInfo::ResponseStreamDisconnected {
-                http_status_code: notice.http_status,
-            }),
-        }));
-    };
-    let mut stream = ctx.client.stream(prompt, &on_retry).await?;
-    let mut items = Vec::new();
-    let mut streaming = StreamingItems::default();
-    while let Some(event) = stream.next().await {
-        match event? {
-            ResponseEvent::Created => {}
-            ResponseEvent::OutputTextDelta(_) | ResponseEvent::ReasoningDelta(_) if !shown => {}
-            ResponseEvent::OutputTextDelta(delta) => streaming.message_delta(ctx, delta),
-            ResponseEvent::ReasoningDelta(delta) => streaming.reasoning_delta(ctx, delta),
-            ResponseEvent::OutputItemDone(item) if !shown => items.push(item),
-            ResponseEvent::OutputItemDone(item) => {
-                match &item {
-                    ResponseItem::Message { role, .. } if role == "assistant" => {
-                        streaming.message_done(ctx, item.message_text().unwrap_or_default());
-                    }
-                    ResponseItem::Reasoning { summary, .. } => {
-                        let text: String = summary
-                            .iter()
-                            .map(|ReasoningSummary::SummaryText { text }| text.as_str())
-                            .collect();
-                        streaming.reasoning_done(ctx, text);
-                    }
-                    _ => {}
-                }
-                items.push(item);
-            }
-            ResponseEvent::Completed { token_usage, .. } => {
-                streaming.finish(ctx);
-                let info = token_usage.map(|last| TokenUsageInfo {
-                    total_token_usage: ctx.session.add_usage(&last),
-                    last_token_usage: last,
-                    model_context_window: ctx.config.context_window(),
-                });
-                ctx.emit(ThreadEventMsg::TokenCount(TokenCountEvent {
-                    info,
-                    rate_limits: None,
-                }));
-                return Ok(Sampled {
-                    items,
-                    usage: token_usage,
-                });
-            }
-        }
-    }
-    Err(ModelError::Stream(
-        "stream ended before the response completed".into(),
-    ))
 }
 
 /// Gives every tool call without an output an "aborted" output, so the

@@ -45,8 +45,7 @@ async fn configured_event(thread: &Thread, after_seq: u64) -> SessionConfiguredE
         let event = events
             .next()
             .await
-            .expect("the log has a session_configured")
-            .expect("no lag");
+            .expect("the log has a session_configured");
         if let ThreadEventMsg::SessionConfigured(configured) = &event.msg {
             return configured.clone();
         }

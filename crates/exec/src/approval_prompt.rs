@@ -14,7 +14,8 @@ use std::sync::OnceLock;
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::display::{escape_line, escape_text};
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ExecApprovalRequestEvent, FileChange, ReviewDecision,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, ExecApprovalRequestEvent, FileChange,
+    McpToolCallApprovalRequest, Reply,
 };
 use tokio::sync::mpsc;
 
@@ -31,7 +32,7 @@ pub(crate) fn can_ask() -> bool {
 
 /// Asks whether to run a command, shown as the exact argv that will run (shell-quoted, its
 /// control and bidirectional characters escaped, like everything else the model wrote).
-pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision, Option<String>) {
+pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> Reply {
     let command = escape_command_for_display(&req.command);
     let cwd = escape_line(&req.cwd.to_string_lossy()).into_owned();
     let mut question = format!("Run `{command}` in {cwd}?");
@@ -42,10 +43,7 @@ pub(crate) async fn ask_exec(req: &ExecApprovalRequestEvent) -> (ReviewDecision,
 }
 
 /// Asks whether to apply a patch, showing what it changes first.
-pub(crate) async fn ask_patch(
-    req: &ApplyPatchApprovalRequestEvent,
-    cwd: Option<&Path>,
-) -> (ReviewDecision, Option<String>) {
+pub(crate) async fn ask_patch(req: &ApplyPatchApprovalRequestEvent, cwd: Option<&Path>) -> Reply {
     let mut question = patch_preview(&req.changes, cwd);
     let files: Vec<String> = req
         .changes
@@ -53,6 +51,28 @@ pub(crate) async fn ask_patch(
         .map(|path| escape_line(&shown(path, cwd).to_string_lossy()).into_owned())
         .collect();
     question.push_str(&format!("Apply this patch to {}?", files.join(", ")));
+    if let Some(reason) = &req.reason {
+        question.push_str(&format!("\n  reason: {}", escape_line(reason)));
+    }
+    ask(question).await
+}
+
+/// Most characters of an MCP tool call's arguments the question shows.
+const SHOWN_ARGUMENTS: usize = 400;
+
+/// Asks whether to call a tool of an MCP server, showing its arguments.
+pub(crate) async fn ask_mcp_tool_call(req: &McpToolCallApprovalRequest) -> Reply {
+    let mut question = format!(
+        "Call the tool `{}` of the MCP server `{}`?",
+        escape_line(&req.tool),
+        escape_line(&req.server)
+    );
+    if let Some(arguments) = &req.arguments {
+        let text = arguments.to_string();
+        let shown: String = text.chars().take(SHOWN_ARGUMENTS).collect();
+        let more = if shown.len() < text.len() { " …" } else { "" };
+        question.push_str(&format!("\n  arguments: {}{more}", escape_line(&shown)));
+    }
     if let Some(reason) = &req.reason {
         question.push_str(&format!("\n  reason: {}", escape_line(reason)));
     }
@@ -115,10 +135,10 @@ fn shown<'a>(path: &'a Path, cwd: Option<&Path>) -> &'a Path {
         .unwrap_or(path)
 }
 
-async fn ask(question: String) -> (ReviewDecision, Option<String>) {
+async fn ask(question: String) -> Reply {
     // Said once, by the engine's warning that the action was not approved.
     let Some(terminal) = terminal() else {
-        return (ReviewDecision::Denied, Some(NO_TTY_REASON.to_string()));
+        return Reply::denied(NO_TTY_REASON);
     };
     let mut lines = terminal.lines.lock().await;
     loop {
@@ -127,13 +147,10 @@ async fn ask(question: String) -> (ReviewDecision, Option<String>) {
         let _ = write!(stderr, "{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
         let _ = stderr.flush();
         let Some(line) = lines.recv().await else {
-            return (
-                ReviewDecision::Denied,
-                Some("the terminal closed before an answer".into()),
-            );
+            return Reply::denied("the terminal closed before an answer");
         };
         if let Some(decision) = parse_answer(&line) {
-            return (decision, None);
+            return Reply::decided(decision);
         }
     }
 }
@@ -202,12 +219,12 @@ impl Terminal {
 }
 
 /// Maps a typed answer to a decision; `None` asks again.
-fn parse_answer(line: &str) -> Option<ReviewDecision> {
+fn parse_answer(line: &str) -> Option<ApprovalDecision> {
     match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Some(ReviewDecision::Approved),
-        "a" | "always" => Some(ReviewDecision::ApprovedForSession),
-        "n" | "no" => Some(ReviewDecision::Denied),
-        "q" | "quit" => Some(ReviewDecision::Abort),
+        "y" | "yes" => Some(ApprovalDecision::Approved),
+        "a" | "always" => Some(ApprovalDecision::ApprovedForSession),
+        "n" | "no" => Some(ApprovalDecision::Denied),
+        "q" | "quit" => Some(ApprovalDecision::Abort),
         _ => None,
     }
 }
@@ -218,13 +235,13 @@ mod tests {
 
     #[test]
     fn answers_map_to_decisions() {
-        assert_eq!(parse_answer("y\n"), Some(ReviewDecision::Approved));
+        assert_eq!(parse_answer("y\n"), Some(ApprovalDecision::Approved));
         assert_eq!(
             parse_answer("Always"),
-            Some(ReviewDecision::ApprovedForSession)
+            Some(ApprovalDecision::ApprovedForSession)
         );
-        assert_eq!(parse_answer(" n "), Some(ReviewDecision::Denied));
-        assert_eq!(parse_answer("q"), Some(ReviewDecision::Abort));
+        assert_eq!(parse_answer(" n "), Some(ApprovalDecision::Denied));
+        assert_eq!(parse_answer("q"), Some(ApprovalDecision::Abort));
         assert_eq!(parse_answer("maybe"), None);
     }
 

@@ -306,8 +306,7 @@ impl JsonlMapper {
             ThreadEventMsg::AgentMessageDelta(_)
             | ThreadEventMsg::ReasoningDelta(_)
             | ThreadEventMsg::CommandOutputDelta(_)
-            | ThreadEventMsg::ExecApprovalRequest(_)
-            | ThreadEventMsg::PatchApprovalRequest(_)
+            | ThreadEventMsg::QuestionAsked(_)
             | ThreadEventMsg::ApprovalResolved(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete

@@ -27,16 +27,13 @@ use std::time::Duration;
 
 use anstream::ColorChoice;
 use anyhow::Context as _;
-use deputy_core::approval::Answer;
 use deputy_core::config::Config;
 use deputy_core::display::escape_text;
-use deputy_core::driver::{
-    ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
-};
+use deputy_core::driver::{Approver, Asked, TurnObserver, TurnOutcome, TurnRequest, drive_turn};
 use deputy_core::{Thread, ThreadManager, TurnInput};
 use deputy_protocol::{
-    AskForApproval, InputItem, Op, SandboxMode, ThreadEvent, ThreadEventMsg, TurnOverrides,
-    legacy_events,
+    AskForApproval, InputItem, Op, Question, Reply, SandboxMode, ThreadEvent, ThreadEventMsg,
+    TurnOverrides, codex_events,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -226,20 +223,27 @@ struct TerminalApprover {
 }
 
 impl Approver for TerminalApprover {
-    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
-        // The question owns its request: it outlives this call, not the approver.
-        let kind = request.kind;
+    type Kept = ();
+
+    async fn put(&self, _asked: &Asked) {}
+
+    fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
+        // The question owns what it asks: it outlives this call, not the approver.
+        let question = asked.question;
         let spinner = self.spinner.clone();
         let cwd = self.cwd.clone();
         async move {
             let _paused = spinner.pause();
-            let (decision, reason) = match &kind {
-                ApprovalKind::Exec(req) => approval_prompt::ask_exec(req).await,
-                ApprovalKind::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
-            };
-            Answer { decision, reason }
+            match &question {
+                Question::Exec(req) => approval_prompt::ask_exec(req).await,
+                Question::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
+                Question::McpToolCall(req) => approval_prompt::ask_mcp_tool_call(req).await,
+            }
         }
     }
+
+    // A question no longer wanted is dropped with its prompt.
+    async fn settled(&self, _kept: ()) {}
 }
 
 /// Where a turn's events go.
@@ -281,19 +285,22 @@ impl TurnObserver for Output {
                 }
             }
             OutputMode::JsonEvents => {
-                for legacy in legacy_events(event) {
-                    print_json_line(&legacy.msg);
+                for codex in codex_events(event) {
+                    print_json_line(&codex.msg);
                 }
             }
         }
     }
 
-    async fn tick(&mut self) {
+    async fn wake(&mut self) {
         // Only a spinner on a terminal needs waking up.
         if self.mode != OutputMode::Human || !self.spinner.is_enabled() {
             return std::future::pending().await;
         }
         self.ticks.tick().await;
+    }
+
+    async fn tick(&mut self) {
         self.spinner.tick();
     }
 }

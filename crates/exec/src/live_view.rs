@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anstyle::{AnsiColor, Style};
 use deputy_protocol::{
-    CommandExecutionItem, CommandExecutionStatus, ContextCompactionStatus, FileChange,
-    FileChangeItem, PatchApplyStatus, PlanUpdateItem, ReviewDecision, SandboxMode, StepStatus,
+    ApprovalDecision, CommandExecutionItem, CommandExecutionStatus, ContextCompactionStatus,
+    FileChange, FileChangeItem, PatchApplyStatus, PlanUpdateItem, SandboxMode, StepStatus,
     ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 
@@ -41,7 +41,7 @@ pub(crate) struct LiveView {
     /// The session's sandbox mode, for the hint after a refused edit.
     sandbox: Option<SandboxMode>,
     /// How the user answered the questions about items, by item id.
-    answers: HashMap<String, ReviewDecision>,
+    answers: HashMap<String, ApprovalDecision>,
     /// Whether the hint about what lets deputy edit files was shown (it is shown once).
     hinted: bool,
     /// The model's latest message, held back: if the turn ends with it, it is the
@@ -143,8 +143,7 @@ impl LiveView {
                     .insert(resolved.item_id.clone(), resolved.decision);
             }
             ThreadEventMsg::CommandOutputDelta(_)
-            | ThreadEventMsg::ExecApprovalRequest(_)
-            | ThreadEventMsg::PatchApprovalRequest(_)
+            | ThreadEventMsg::QuestionAsked(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete => {}
             // A server that fails to start is also a warning; a ready one says nothing.
@@ -292,10 +291,10 @@ impl LiveView {
     /// in words meant for it, which are not repeated here).
     fn why_not(&self, item_id: &str, engine: &str) -> String {
         match self.answers.get(item_id) {
-            Some(ReviewDecision::Denied) => "declined".to_string(),
-            Some(ReviewDecision::Abort) => "the turn was stopped".to_string(),
-            Some(ReviewDecision::TimedOut) => "no answer in time".to_string(),
-            Some(ReviewDecision::Approved | ReviewDecision::ApprovedForSession) | None => {
+            Some(ApprovalDecision::Denied) => "declined".to_string(),
+            Some(ApprovalDecision::Abort) => "the turn was stopped".to_string(),
+            Some(ApprovalDecision::TimedOut) => "no answer in time".to_string(),
+            Some(ApprovalDecision::Approved | ApprovalDecision::ApprovedForSession) | None => {
                 engine.to_string()
             }
         }
@@ -743,7 +742,7 @@ mod tests {
                 ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
                     item_id: id.into(),
                     call_id: "call".into(),
-                    decision: ReviewDecision::Denied,
+                    decision: ApprovalDecision::Denied,
                 }),
             );
         }

@@ -20,7 +20,7 @@ mod request_ids;
 mod review_tool;
 mod server;
 mod stdio;
-mod tool_params;
+mod tool_catalogue;
 mod transport;
 mod turn_runner;
 mod wire;

@@ -12,7 +12,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool_params::{input_schema, output_schema};
+use crate::tool_catalogue::{input_schema, output_schema};
 use crate::turn_runner::{CallContext, McpTurn};
 
 /// Name of the tool that reviews a change.

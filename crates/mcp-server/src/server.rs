@@ -17,7 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::review_tool::{self, REVIEW_TOOL};
-use crate::tool_params::{
+use crate::tool_catalogue::{
     CODEX_REPLY_TOOL, CODEX_TOOL, CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL,
     CONVERSATION_STREAM_TOOL, CONVERSATIONS_LIST_TOOL, CodexReplyParam, CodexToolCallParam, tools,
 };

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use deputy_core::approval::Answer;
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::display::escape_line;
-use deputy_core::driver::{
-    ApprovalKind, ApprovalRequest, Approver, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
-};
+use deputy_core::driver::{Approver, Asked, TurnObserver, TurnOutcome, TurnRequest, drive_turn};
 use deputy_core::{Thread, TurnInput};
-use deputy_protocol::{Event, FileChange, InputItem, ReviewDecision, ThreadEvent, legacy_events};
+use deputy_protocol::{
+    Event, FileChange, InputItem, McpToolCallApprovalRequest, Question, Reply, ThreadEvent,
+    codex_events,
+};
 use rmcp::model::{
     CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
     RequestId,
@@ -170,14 +170,17 @@ impl<'a> McpTurn<'a> {
 
 impl TurnObserver for McpTurn<'_> {
     async fn deliver(&mut self, event: &ThreadEvent) {
-        for legacy in legacy_events(event) {
-            self.progress.on_event(&legacy.msg).await;
-            self.call.forward(&event.thread_id, legacy).await;
+        for codex in codex_events(event) {
+            self.progress.on_event(&codex.msg).await;
+            self.call.forward(&event.thread_id, codex).await;
         }
     }
 
-    async fn tick(&mut self) {
+    async fn wake(&mut self) {
         self.ticker.tick().await;
+    }
+
+    async fn tick(&mut self) {
         self.progress.tick().await;
     }
 }
@@ -202,29 +205,29 @@ impl ElicitationApprover {
 }
 
 impl Approver for ElicitationApprover {
-    fn ask(&self, request: ApprovalRequest) -> impl Future<Output = Answer> + Send + 'static {
+    type Kept = ();
+
+    async fn put(&self, _asked: &Asked) {}
+
+    fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
         let peer = self.peer.clone();
-        let params = elicitation_params(request, self.tool_call_id.clone(), &self.cwd);
-        async move {
-            let (decision, reason) = elicit(&peer, &params).await;
-            Answer { decision, reason }
-        }
+        let params = elicitation_params(asked, self.tool_call_id.clone(), &self.cwd);
+        async move { elicit(&peer, &params).await }
     }
+
+    // Dropping the elicitation's wait withdraws it (`notifications/cancelled`).
+    async fn settled(&self, _kept: ()) {}
 }
 
 /// Why an approval was decided without asking the user.
 const NO_ELICITATION: &str =
     "the MCP client does not support elicitation, so the user could not be asked";
 
-/// The elicitation for an approval request: Codex's fields beside the standard ones.
-fn elicitation_params(
-    request: ApprovalRequest,
-    tool_call_id: String,
-    cwd: &Path,
-) -> ApprovalElicitationParams {
-    let call_id = request.call_id().to_string();
-    let (message, elicitation, details) = match request.kind {
-        ApprovalKind::Exec(req) => {
+/// The elicitation for a question: Codex's fields beside the standard ones.
+fn elicitation_params(asked: Asked, tool_call_id: String, cwd: &Path) -> ApprovalElicitationParams {
+    let call_id = asked.call_id().to_string();
+    let (message, elicitation, details) = match asked.question {
+        Question::Exec(req) => {
             let command = escape_command_for_display(&req.command);
             (
                 format!(
@@ -240,7 +243,7 @@ fn elicitation_params(
                 },
             )
         }
-        ApprovalKind::Patch(req) => {
+        Question::Patch(req) => {
             let message = patch_question(&req.changes, cwd, req.reason.as_deref());
             (
                 message,
@@ -252,17 +255,49 @@ fn elicitation_params(
                 },
             )
         }
+        Question::McpToolCall(req) => (
+            mcp_tool_question(&req),
+            "mcp-tool-call-approval",
+            ApprovalDetails::McpToolCall {
+                codex_mcp_server: req.server,
+                codex_mcp_tool: req.tool,
+                codex_mcp_arguments: req.arguments,
+                codex_reason: req.reason,
+            },
+        ),
     };
     ApprovalElicitationParams {
         message,
         requested_schema: wire::decision_schema(),
-        thread_id: request.thread_id,
+        thread_id: asked.thread_id,
         codex_elicitation: elicitation,
         codex_mcp_tool_call_id: tool_call_id,
-        codex_event_id: request.event_id,
+        codex_event_id: asked.event_id,
         codex_call_id: call_id,
         details,
     }
+}
+
+/// Most characters of an MCP tool call's arguments a question shows.
+const SHOWN_ARGUMENTS: usize = 200;
+
+/// The question for an MCP tool call, naming the server, the tool and its arguments.
+fn mcp_tool_question(req: &McpToolCallApprovalRequest) -> String {
+    let mut message = format!(
+        "Allow the agent to call the tool `{}` of the MCP server `{}`?",
+        escape_line(&req.tool),
+        escape_line(&req.server)
+    );
+    if let Some(arguments) = &req.arguments {
+        let text = arguments.to_string();
+        let shown: String = text.chars().take(SHOWN_ARGUMENTS).collect();
+        let more = if shown.len() < text.len() { " …" } else { "" };
+        message.push_str(&format!("\narguments: {}{more}", escape_line(&shown)));
+    }
+    if let Some(reason) = &req.reason {
+        message.push_str(&format!("\nreason: {}", escape_line(reason)));
+    }
+    message
 }
 
 /// Files a patch question names before it only counts the rest.
@@ -354,15 +389,12 @@ impl Drop for WithdrawOnDrop {
 /// Sends the elicitation and reads the decision. Anything but a clear answer
 /// is a denial with the reason spelled out; the driver's approval timeout
 /// covers a client that never answers (dropping this withdraws the question).
-async fn elicit(
-    peer: &Peer<RoleServer>,
-    params: &ApprovalElicitationParams,
-) -> (ReviewDecision, Option<String>) {
+async fn elicit(peer: &Peer<RoleServer>, params: &ApprovalElicitationParams) -> Reply {
     let supports_elicitation = peer
         .peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some());
     if !supports_elicitation {
-        return (ReviewDecision::Denied, Some(NO_ELICITATION.to_string()));
+        return Reply::denied(NO_ELICITATION);
     }
     let sent = peer
         .send_cancellable_request(
@@ -389,16 +421,13 @@ async fn elicit(
         Ok(ClientResult::ElicitResult(result)) => serde_json::to_value(result).unwrap_or_default(),
         Ok(other) => serde_json::to_value(other).unwrap_or_default(),
         Err(err) => {
-            return (
-                ReviewDecision::Denied,
-                Some(format!(
-                    "the client answered the approval request with an error: {err}"
-                )),
-            );
+            return Reply::denied(format!(
+                "the client answered the approval request with an error: {err}"
+            ));
         }
     };
     match wire::parse_approval_reply(&reply) {
-        ApprovalReply::Decided(decision) => (decision, None),
-        ApprovalReply::Malformed(why) => (ReviewDecision::Denied, Some(why)),
+        ApprovalReply::Decided(decision) => Reply::decided(decision),
+        ApprovalReply::Malformed(why) => Reply::denied(why),
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use deputy_protocol::{EventMsg, FileChange, ParsedCommand, ReviewDecision};
+use deputy_protocol::{ApprovalDecision, EventMsg, FileChange, ParsedCommand};
 use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -163,6 +163,15 @@ pub(crate) enum ApprovalDetails {
         codex_grant_root: Option<PathBuf>,
         codex_changes: BTreeMap<PathBuf, FileChange>,
     },
+    /// A tool call to an MCP server.
+    McpToolCall {
+        codex_mcp_server: String,
+        codex_mcp_tool: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_mcp_arguments: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        codex_reason: Option<String>,
+    },
 }
 
 /// The schema offered to the client: one `decision` enum.
@@ -185,7 +194,7 @@ pub(crate) fn decision_schema() -> Value {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ApprovalReply {
     /// A decision the user made.
-    Decided(ReviewDecision),
+    Decided(ApprovalDecision),
     /// The reply could not be understood; the action is denied for this reason.
     Malformed(String),
 }
@@ -194,14 +203,14 @@ pub(crate) enum ApprovalReply {
 pub(crate) fn parse_approval_reply(reply: &Value) -> ApprovalReply {
     #[derive(Deserialize)]
     struct CodexForm {
-        decision: ReviewDecision,
+        decision: ApprovalDecision,
     }
     if let Ok(CodexForm { decision }) = serde_json::from_value(reply.clone()) {
         return ApprovalReply::Decided(decision);
     }
     match reply.get("action").and_then(Value::as_str) {
         Some("accept") => match reply.get("content").and_then(|c| c.get("decision")) {
-            None | Some(Value::Null) => ApprovalReply::Decided(ReviewDecision::Approved),
+            None | Some(Value::Null) => ApprovalReply::Decided(ApprovalDecision::Approved),
             Some(decision) => match serde_json::from_value(decision.clone()) {
                 Ok(decision) => ApprovalReply::Decided(decision),
                 Err(_) => ApprovalReply::Malformed(format!(
@@ -209,8 +218,8 @@ pub(crate) fn parse_approval_reply(reply: &Value) -> ApprovalReply {
                 )),
             },
         },
-        Some("decline") => ApprovalReply::Decided(ReviewDecision::Denied),
-        Some("cancel") => ApprovalReply::Decided(ReviewDecision::Abort),
+        Some("decline") => ApprovalReply::Decided(ApprovalDecision::Denied),
+        Some("cancel") => ApprovalReply::Decided(ApprovalDecision::Abort),
         _ => ApprovalReply::Malformed(format!(
             "the client's reply was neither {{\"decision\": …}} nor {{\"action\": …}}: {reply}"
         )),
@@ -224,7 +233,7 @@ mod tests {
 
     #[test]
     fn both_reply_forms_map_to_decisions() {
-        use ReviewDecision::*;
+        use ApprovalDecision::*;
         let cases = [
             (json!({"decision": "approved"}), Approved),
             (

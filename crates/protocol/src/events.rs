@@ -285,7 +285,7 @@ impl ExecCommandStatus {
 /// Payload of `exec_approval_request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecApprovalRequestEvent {
-    /// The model's tool call id; answer with `Op::ExecApproval { id: call_id }`.
+    /// The model's tool call id; answer with `Op::Answer { id: call_id }`.
     pub call_id: String,
     /// The turn's id.
     pub turn_id: String,
@@ -326,7 +326,7 @@ pub enum FileChange {
 /// Payload of `apply_patch_approval_request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplyPatchApprovalRequestEvent {
-    /// The model's tool call id; answer with `Op::PatchApproval { id: call_id }`.
+    /// The model's tool call id; answer with `Op::Answer { id: call_id }`.
     pub call_id: String,
     /// The turn's id.
     pub turn_id: String,

@@ -3,7 +3,7 @@
 //!
 //! Front doors that speak in items (the app-server, `deputy exec --json`) map these
 //! directly; the Codex events of `codex/event` are derived from them in one place
-//! ([`crate::legacy_events`]).
+//! ([`crate::codex_events`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AskForApproval, ReviewRequest, SandboxPolicy};
+use crate::{AskForApproval, Reply, ReviewRequest, SandboxPolicy};
 
 /// An op with the id its events will carry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,25 +54,12 @@ pub enum Op {
         /// The turn to stop.
         turn_id: String,
     },
-    /// Answer an `exec_approval_request`.
-    ExecApproval {
-        /// The request's `call_id`.
+    /// Answer the question (`question_asked`) a turn waits on.
+    Answer {
+        /// The question's `call_id`.
         id: String,
         /// The answer.
-        decision: ReviewDecision,
-        /// Why this decision was made without the user (timeout, no client support…).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// Answer an `apply_patch_approval_request`.
-    PatchApproval {
-        /// The request's `call_id`.
-        id: String,
-        /// The answer.
-        decision: ReviewDecision,
-        /// Why this decision was made without the user (timeout, no client support…).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
+        reply: Reply,
     },
     /// End the thread: interrupt any turn and stop.
     Shutdown,
@@ -117,10 +104,10 @@ pub enum InputItem {
     },
 }
 
-/// A user's answer to an approval request.
+/// A user's decision about an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ReviewDecision {
+pub enum ApprovalDecision {
     /// Run it this once.
     Approved,
     /// Run it, and the same thing again this session without asking.

@@ -10,10 +10,12 @@
 
 /// Implements `Deserialize` for an internally tagged enum whose `Serialize` is derived
 /// with `#[serde(tag = "type")]`: `tag_first_deserialize!(Enum, "what it is", {
-/// "tag" => Variant(Payload), "other" => Unit, ... })`. Every variant must be listed (a
-/// missing one does not compile); the tags must be the ones `Serialize` writes.
+/// "tag" => Variant(Payload), "other" => Unit, "old" => Variant(Read as Payload), ... })`
+/// (the last form reads `Read` and converts it, for a variant written under several tags).
+/// Every variant must be listed (a missing one does not compile); the tags must be the
+/// ones `Serialize` writes.
 macro_rules! tag_first_deserialize {
-    ($ty:ident, $expecting:literal, { $($tag:literal => $variant:ident $(($payload:ty))?),+ $(,)? }) => {
+    ($ty:ident, $expecting:literal, { $($tag:literal => $variant:ident $(($payload:ty $(as $into:ty)?))?),+ $(,)? }) => {
         impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 const TAGS: &[&str] = &[$($tag),+];
@@ -24,7 +26,7 @@ macro_rules! tag_first_deserialize {
                     R: serde::Deserializer<'de>,
                 {
                     match tag {
-                        $($tag => $crate::tagged::tag_first_deserialize!(@variant $ty, rest, $variant $(, $payload)?),)+
+                        $($tag => $crate::tagged::tag_first_deserialize!(@variant $ty, rest, $variant $(, $payload $(as $into)?)?),)+
                         other => Err(serde::de::Error::unknown_variant(other, TAGS)),
                     }
                 }
@@ -69,13 +71,18 @@ macro_rules! tag_first_deserialize {
             }
         }
 
-        // Every variant is listed above.
+        // Every variant is listed above (a variant read under several tags is listed more
+        // than once).
+        #[allow(unreachable_patterns, reason = "a variant may be listed under several tags")]
         const _: fn(&$ty) = |value| match value {
             $($ty::$variant { .. } => {})+
         };
     };
     (@variant $ty:ident, $rest:ident, $variant:ident, $payload:ty) => {
         <$payload as serde::Deserialize>::deserialize($rest).map($ty::$variant)
+    };
+    (@variant $ty:ident, $rest:ident, $variant:ident, $payload:ty as $into:ty) => {
+        <$payload as serde::Deserialize>::deserialize($rest).map(|read| $ty::$variant(<$into>::from(read)))
     };
     (@variant $ty:ident, $rest:ident, $variant:ident) => {
         <serde::de::IgnoredAny as serde::Deserialize>::deserialize($rest).map(|_| $ty::$variant)
@@ -173,6 +180,8 @@ mod tests {
                 "parsed_cmd": []}),
             json!({"type": "patch_approval_request", "item_id": "i5", "call_id": "c5",
                 "turn_id": "u1", "changes": {"/w/a.txt": {"type": "delete", "content": "x"}}}),
+            json!({"type": "mcp_tool_call_approval_request", "item_id": "i6", "call_id": "c6",
+                "turn_id": "u1", "server": "docs", "tool": "search", "arguments": {"q": "x"}}),
             json!({"type": "approval_resolved", "item_id": "i4", "call_id": "c4",
                 "decision": "approved"}),
             json!({"type": "turn_diff", "unified_diff": "--- a\n+++ b\n"}),
@@ -232,8 +241,11 @@ mod tests {
             ThreadEventMsg::AgentMessageDelta(_) => 5,
             ThreadEventMsg::ReasoningDelta(_) => 6,
             ThreadEventMsg::CommandOutputDelta(_) => 7,
-            ThreadEventMsg::ExecApprovalRequest(_) => 8,
-            ThreadEventMsg::PatchApprovalRequest(_) => 9,
+            ThreadEventMsg::QuestionAsked(asked) => match asked.question {
+                crate::Question::Exec(_) => 8,
+                crate::Question::Patch(_) => 9,
+                crate::Question::McpToolCall(_) => 19,
+            },
             ThreadEventMsg::ApprovalResolved(_) => 10,
             ThreadEventMsg::TurnDiff(_) => 11,
             ThreadEventMsg::TokenCount(_) => 12,
@@ -243,8 +255,8 @@ mod tests {
             ThreadEventMsg::TurnAborted(_) => 16,
             ThreadEventMsg::TurnFailed(_) => 17,
             ThreadEventMsg::ShutdownComplete => 18,
-            ThreadEventMsg::McpStartupUpdate(_) => 19,
-            ThreadEventMsg::McpStartupComplete(_) => 20,
+            ThreadEventMsg::McpStartupUpdate(_) => 20,
+            ThreadEventMsg::McpStartupComplete(_) => 21,
         }
     }
 
@@ -274,7 +286,7 @@ mod tests {
 
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadEventMsg>(events(), event_kind, 21);
+        reads_back::<ThreadEventMsg>(events(), event_kind, 22);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ApplyPatchApprovalRequestEvent, ErrorEvent, ExecApprovalRequestEvent, ExecOutputStream,
-    ReviewDecision, SessionConfiguredEvent, StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent,
-    ThreadItem, TokenCountEvent, TurnAbortedEvent, TurnDiffEvent, WarningEvent,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, ErrorEvent, ExecApprovalRequestEvent,
+    ExecOutputStream, McpToolCallApprovalRequest, Question, SessionConfiguredEvent,
+    StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadItem, TokenCountEvent,
+    TurnAbortedEvent, TurnDiffEvent, WarningEvent,
 };
 
 /// One entry of a thread's event log.
@@ -46,11 +47,7 @@ pub enum ThreadEventMsg {
     ReasoningDelta(ItemDeltaEvent),
     /// A chunk of a running command's output.
     CommandOutputDelta(CommandOutputDeltaEvent),
-    /// A command item needs the user's approval before it runs.
-    ExecApprovalRequest(ExecApprovalRequest),
-    /// A file change item needs the user's approval before it is applied.
-    PatchApprovalRequest(PatchApprovalRequest),
-    /// An approval request was answered (by the user, or by the driver for them).
+    /// A question was answered (by the user, or by the driver for them).
     ApprovalResolved(ApprovalResolvedEvent),
     /// The turn's cumulative diff changed.
     TurnDiff(TurnDiffEvent),
@@ -72,6 +69,11 @@ pub enum ThreadEventMsg {
     McpStartupUpdate(crate::McpStartupUpdateEvent),
     /// Every MCP server of the thread has started or failed.
     McpStartupComplete(crate::McpStartupCompleteEvent),
+    /// The turn waits for the user's answer to a question about one of its items. Written
+    /// under the question kind's own tag (`exec_approval_request`, `patch_approval_request`,
+    /// `mcp_tool_call_approval_request`), as the rollouts have always had them.
+    #[serde(untagged)]
+    QuestionAsked(QuestionAsked),
 }
 
 crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object with a `type`", {
@@ -83,8 +85,9 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "agent_message_delta" => AgentMessageDelta(ItemDeltaEvent),
     "reasoning_delta" => ReasoningDelta(ItemDeltaEvent),
     "command_output_delta" => CommandOutputDelta(CommandOutputDeltaEvent),
-    "exec_approval_request" => ExecApprovalRequest(ExecApprovalRequest),
-    "patch_approval_request" => PatchApprovalRequest(PatchApprovalRequest),
+    "exec_approval_request" => QuestionAsked(ExecApprovalRequest as QuestionAsked),
+    "patch_approval_request" => QuestionAsked(PatchApprovalRequest as QuestionAsked),
+    "mcp_tool_call_approval_request" => QuestionAsked(McpToolCallApproval as QuestionAsked),
     "approval_resolved" => ApprovalResolved(ApprovalResolvedEvent),
     "turn_diff" => TurnDiff(TurnDiffEvent),
     "token_count" => TokenCount(TokenCountEvent),
@@ -146,27 +149,105 @@ pub struct CommandOutputDeltaEvent {
     pub chunk: Vec<u8>,
 }
 
-/// Payload of `exec_approval_request`: the Codex request plus the item it is about.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExecApprovalRequest {
-    /// The command item waiting for the answer.
+/// Payload of `QuestionAsked`: the question and the item it is about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuestionAsked {
+    /// The item waiting for the answer (a command, a file change, a tool call).
     pub item_id: String,
     /// What is asked.
-    #[serde(flatten)]
-    pub request: ExecApprovalRequestEvent,
+    pub question: Question,
 }
 
-/// Payload of `patch_approval_request`: the Codex request plus the item it is about.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PatchApprovalRequest {
-    /// The file change item waiting for the answer.
-    pub item_id: String,
-    /// What is asked.
-    #[serde(flatten)]
-    pub request: ApplyPatchApprovalRequestEvent,
+impl Serialize for QuestionAsked {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// The disk and wire form: the kind's tag, the item, then the question's fields.
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        #[allow(
+            clippy::enum_variant_names,
+            reason = "the variant names are the tags the rollouts have always had"
+        )]
+        enum Written<'a> {
+            ExecApprovalRequest {
+                item_id: &'a str,
+                #[serde(flatten)]
+                request: &'a ExecApprovalRequestEvent,
+            },
+            PatchApprovalRequest {
+                item_id: &'a str,
+                #[serde(flatten)]
+                request: &'a ApplyPatchApprovalRequestEvent,
+            },
+            McpToolCallApprovalRequest {
+                item_id: &'a str,
+                #[serde(flatten)]
+                request: &'a McpToolCallApprovalRequest,
+            },
+        }
+        let item_id = &self.item_id;
+        match &self.question {
+            Question::Exec(request) => Written::ExecApprovalRequest { item_id, request },
+            Question::Patch(request) => Written::PatchApprovalRequest { item_id, request },
+            Question::McpToolCall(request) => {
+                Written::McpToolCallApprovalRequest { item_id, request }
+            }
+        }
+        .serialize(serializer)
+    }
 }
 
-/// Payload of `approval_resolved`.
+/// How `exec_approval_request` reads.
+#[derive(Deserialize)]
+struct ExecApprovalRequest {
+    item_id: String,
+    #[serde(flatten)]
+    request: ExecApprovalRequestEvent,
+}
+
+impl From<ExecApprovalRequest> for QuestionAsked {
+    fn from(read: ExecApprovalRequest) -> Self {
+        Self {
+            item_id: read.item_id,
+            question: Question::Exec(read.request),
+        }
+    }
+}
+
+/// How `patch_approval_request` reads.
+#[derive(Deserialize)]
+struct PatchApprovalRequest {
+    item_id: String,
+    #[serde(flatten)]
+    request: ApplyPatchApprovalRequestEvent,
+}
+
+impl From<PatchApprovalRequest> for QuestionAsked {
+    fn from(read: PatchApprovalRequest) -> Self {
+        Self {
+            item_id: read.item_id,
+            question: Question::Patch(read.request),
+        }
+    }
+}
+
+/// How `mcp_tool_call_approval_request` reads.
+#[derive(Deserialize)]
+struct McpToolCallApproval {
+    item_id: String,
+    #[serde(flatten)]
+    request: McpToolCallApprovalRequest,
+}
+
+impl From<McpToolCallApproval> for QuestionAsked {
+    fn from(read: McpToolCallApproval) -> Self {
+        Self {
+            item_id: read.item_id,
+            question: Question::McpToolCall(read.request),
+        }
+    }
+}
+
+/// Payload of `approval_resolved`: the answer to a `QuestionAsked`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalResolvedEvent {
     /// The item the request was about.
@@ -174,5 +255,5 @@ pub struct ApprovalResolvedEvent {
     /// The request's `call_id`.
     pub call_id: String,
     /// The answer.
-    pub decision: ReviewDecision,
+    pub decision: ApprovalDecision,
 }

@@ -385,6 +385,9 @@ server_requests! {
     /// Asks the client whether a file change item may be applied.
     FileChangeRequestApproval => "item/fileChange/requestApproval"
         (FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse;
+    /// Asks the client a form about an MCP server: whether one of its tools may be called.
+    McpServerElicitationRequest => "mcpServer/elicitation/request"
+        (McpServerElicitationRequestParams) -> McpServerElicitationRequestResponse;
 }
 
 /// The client's notifications (no params).

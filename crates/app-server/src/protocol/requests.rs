@@ -89,3 +89,84 @@ impl ApprovalDecision {
         Self::Cancel,
     ];
 }
+
+/// Params of `mcpServer/elicitation/request` in form mode: a form for the user about an
+/// MCP server — here, whether one of its tools may be called (`_meta.codex_approval_kind`
+/// is `mcp_tool_call`, as Codex sends it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerElicitationRequestParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn it arose in.
+    pub turn_id: Option<String>,
+    /// The MCP server, as named in the configuration.
+    pub server_name: String,
+    /// Always `form` (written inline in the schema: it tells the form variant from the URL one).
+    #[schemars(schema_with = "form_mode_schema")]
+    pub mode: McpElicitationMode,
+    /// The question.
+    pub message: String,
+    /// The form's fields (none for a yes-or-no question: the action is the answer).
+    pub requested_schema: McpElicitationSchema,
+    /// What the question is about (`codex_approval_kind`).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
+}
+
+fn form_mode_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Always `form`.",
+        "type": "string",
+        "enum": ["form"],
+    })
+}
+
+/// How an elicitation asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpElicitationMode {
+    /// A form the client shows.
+    Form,
+}
+
+/// An elicitation's form: an object schema whose properties are the fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpElicitationSchema {
+    /// Always `object`.
+    #[serde(rename = "type")]
+    pub kind: McpElicitationObjectType,
+    /// The fields, by name.
+    pub properties: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// The form schema's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpElicitationObjectType {
+    /// A JSON object.
+    Object,
+}
+
+/// The answer to `mcpServer/elicitation/request`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerElicitationRequestResponse {
+    /// What the user did with the form.
+    pub action: McpServerElicitationAction,
+    /// The form's values, when accepted.
+    #[serde(default)]
+    pub content: Option<serde_json::Value>,
+}
+
+/// What the user did with an elicitation's form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerElicitationAction {
+    /// Went ahead (for a tool call: allowed it once).
+    Accept,
+    /// Said no; the turn goes on.
+    Decline,
+    /// Dismissed it; the turn stops.
+    Cancel,
+}

@@ -434,21 +434,6 @@ fn status_of(manager: &ThreadManager, thread_id: &str) -> ThreadStatus {
     }
 }
 
-/// Every event of `thread` so far (replayed from memory and its rollout), deltas included.
-pub(super) async fn live_events(thread: &Thread) -> Vec<Arc<ThreadEvent>> {
-    let last = thread.last_seq();
-    let mut events = thread.subscribe(0);
-    let mut out: Vec<Arc<ThreadEvent>> = Vec::new();
-    while out.last().map_or(0, |e| e.seq) < last {
-        match events.next().await {
-            Some(Ok(event)) => out.push(event),
-            Some(Err(_lagged)) => events = events.resubscribe(),
-            None => break,
-        }
-    }
-    out
-}
-
 pub(super) fn thread_not_found(thread_id: &str) -> JsonRpcError {
     JsonRpcError::invalid_request(format!("thread not found: {thread_id}"))
 }

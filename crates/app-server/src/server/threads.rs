@@ -11,7 +11,6 @@ use deputy_core::rollout::{
     session_head, session_summary,
 };
 
-use crate::history::turns_from_events;
 use crate::protocol::{
     JsonRpcError, RequestId, ServerNotification, SortDirection, ThreadArchiveParams,
     ThreadArchiveResponse, ThreadArchivedNotification, ThreadListParams, ThreadListResponse,
@@ -20,11 +19,11 @@ use crate::protocol::{
 };
 
 use crate::shapes::wire_thread;
+use crate::translate;
 
 use super::loading::Resumed;
 use super::{
-    Reply, Server, blocking, first_prompt, live_events, load, not_found_or_internal,
-    settings_response,
+    Reply, Server, blocking, first_prompt, load, not_found_or_internal, settings_response,
 };
 
 /// `thread/list` page size when the client gives none, and the most it may ask for.
@@ -148,17 +147,17 @@ impl Server {
         let (turns, preview) = match (&live, include_turns) {
             (_, false) => (Vec::new(), None),
             (Some(thread), true) => {
-                let events = live_events(thread).await;
+                let events = thread.events_so_far().await;
                 let running = thread.active_turn();
                 let preview = first_prompt(events.iter().map(Arc::as_ref));
-                let turns = turns_from_events(events.iter().map(Arc::as_ref), running.as_deref());
+                let turns = translate::turns(events.iter().map(Arc::as_ref), running.as_deref());
                 (turns, preview)
             }
             (None, true) => {
                 let events = blocking(move || read_events(&path, 0, u64::MAX))
                     .await?
                     .map_err(|e| JsonRpcError::internal(e.to_string()))?;
-                (turns_from_events(&events, None), first_prompt(&events))
+                (translate::turns(&events, None), first_prompt(&events))
             }
         };
         let mut summary = summary;
@@ -252,9 +251,9 @@ pub(super) async fn resume(
     layers: ConfigLayers,
 ) -> Resumed {
     let (thread, resumed_after) = load(&manager, &thread_id, layers).await?;
-    let events = live_events(&thread).await;
+    let events = thread.events_so_far().await;
     let running = thread.active_turn();
-    let turns = turns_from_events(events.iter().map(Arc::as_ref), running.as_deref());
+    let turns = translate::turns(events.iter().map(Arc::as_ref), running.as_deref());
     let preview = first_prompt(events.iter().map(Arc::as_ref));
     let response = settings_response(&manager, home, &thread, turns, preview).await?;
     Ok((thread, resumed_after, response))

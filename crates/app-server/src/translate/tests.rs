@@ -1,15 +1,15 @@
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApprovalResolvedEvent, CommandExecutionItem, ErrorEvent, ExecApprovalRequest,
-    ExecApprovalRequestEvent, ItemEvent, ReviewDecision, TaskStartedEvent, TurnAbortReason,
-    TurnAbortedEvent,
+    ApprovalDecision, ApprovalResolvedEvent, CommandExecutionItem, ErrorEvent,
+    ExecApprovalRequestEvent, ItemEvent, Question, QuestionAsked, TaskCompleteEvent,
+    TaskStartedEvent, TurnAbortReason, TurnAbortedEvent, UserMessageItem,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::protocol::RequestId;
+use crate::protocol::{ThreadItem as WireItem, UserInput};
 
 fn event(msg: ThreadEventMsg) -> ThreadEvent {
     ThreadEvent {
@@ -30,17 +30,7 @@ fn wire(event: &ThreadEvent) -> Vec<Value> {
 fn wire_started_at(event: &ThreadEvent, started_at: Option<i64>) -> Vec<Value> {
     thread_event(event, started_at)
         .into_iter()
-        .map(|out| match out {
-            Outbound::Notify(n) => serde_json::from_str(&n.to_json().unwrap()).unwrap(),
-            Outbound::Ask { call_id, request } => {
-                let mut v: Value =
-                    serde_json::from_str(&request.to_json(&RequestId::Integer(0)).unwrap())
-                        .unwrap();
-                v["callId"] = json!(call_id);
-                v
-            }
-            Outbound::Resolved { call_id } => json!({"resolved": call_id}),
-        })
+        .map(|n| serde_json::from_str(&n.to_json().unwrap()).unwrap())
         .collect()
 }
 
@@ -100,53 +90,82 @@ fn a_command_item_maps_to_command_execution() {
 }
 
 #[test]
-fn an_approval_request_asks_about_the_item_and_its_answer_resolves_it() {
-    let asked = event(ThreadEventMsg::ExecApprovalRequest(ExecApprovalRequest {
+fn a_question_makes_the_thread_wait_on_approval_until_it_is_answered() {
+    // The question itself goes out through the thread's approver (`crate::approver`).
+    let asked = event(ThreadEventMsg::QuestionAsked(QuestionAsked {
         item_id: "item".into(),
-        request: ExecApprovalRequestEvent {
+        question: Question::Exec(ExecApprovalRequestEvent {
             call_id: "call".into(),
             turn_id: "turn".into(),
             command: vec!["touch".into(), "x y".into()],
             cwd: "/w".into(),
             reason: Some("outside the sandbox".into()),
-            parsed_cmd: vec![ParsedCommand::Unknown {
-                cmd: "touch 'x y'".into(),
-            }],
-        },
+            parsed_cmd: Vec::new(),
+        }),
     }));
     assert_eq!(
         wire(&asked),
-        [
-            json!({"method": "thread/status/changed", "params": {
-                "threadId": "thread", "status": {"type": "active", "activeFlags": ["waitingOnApproval"]},
-            }}),
-            json!({
-                "id": 0,
-                "method": "item/commandExecution/requestApproval",
-                "params": {
-                    "threadId": "thread", "turnId": "turn", "itemId": "item",
-                    "reason": "outside the sandbox", "command": "touch 'x y'", "cwd": "/w",
-                    "commandActions": [{"type": "unknown", "command": "touch 'x y'"}],
-                    "availableDecisions": ["accept", "acceptForSession", "decline", "cancel"],
-                },
-                "callId": "call",
-            })
-        ]
+        [json!({"method": "thread/status/changed", "params": {
+            "threadId": "thread", "status": {"type": "active", "activeFlags": ["waitingOnApproval"]},
+        }})]
     );
     let resolved = event(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
         item_id: "item".into(),
         call_id: "call".into(),
-        decision: ReviewDecision::Approved,
+        decision: ApprovalDecision::Approved,
     }));
     assert_eq!(
         wire(&resolved),
-        [
-            json!({"resolved": "call"}),
-            json!({"method": "thread/status/changed", "params": {
-                "threadId": "thread", "status": {"type": "active", "activeFlags": []},
-            }}),
-        ]
+        [json!({"method": "thread/status/changed", "params": {
+            "threadId": "thread", "status": {"type": "active", "activeFlags": []},
+        }})]
     );
+}
+
+#[test]
+fn stored_turns_come_in_the_wire_shape_with_their_items_status_and_error() {
+    let user = engine::ThreadItem::UserMessage(UserMessageItem {
+        id: "u".into(),
+        text: "hi".into(),
+    });
+    let in_turn = |turn: &str, msg| ThreadEvent {
+        turn_id: Some(turn.into()),
+        ..event(msg)
+    };
+    let events = [
+        in_turn("1", ThreadEventMsg::ItemCompleted(ItemEvent { item: user })),
+        in_turn(
+            "1",
+            ThreadEventMsg::TurnComplete(TaskCompleteEvent {
+                turn_id: "1".into(),
+                last_agent_message: None,
+                completed_at: Some(9),
+                duration_ms: Some(5),
+            }),
+        ),
+        in_turn("2", ThreadEventMsg::TurnFailed(ErrorEvent::new("boom"))),
+    ];
+
+    let turns = turns(&events, None);
+
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[0].status, TurnStatus::Completed);
+    assert_eq!(
+        (turns[0].completed_at, turns[0].duration_ms),
+        (Some(9), Some(5))
+    );
+    assert_eq!(
+        turns[0].items,
+        [WireItem::UserMessage {
+            id: "u".into(),
+            content: vec![UserInput::Text {
+                text: "hi".into(),
+                text_elements: Vec::new()
+            }],
+        }]
+    );
+    assert_eq!(turns[1].status, TurnStatus::Failed);
+    assert_eq!(turns[1].error, Some(TurnError::new("boom")));
 }
 
 #[test]

@@ -56,7 +56,13 @@ impl<'a> Doc<'a> {
             for branch in branches {
                 let (inner, inner_nullable) = self.alternatives(branch);
                 nullable |= inner_nullable;
-                out.extend(inner);
+                // An object whose own fields sit beside its union (`{"properties": …,
+                // "oneOf": […]}`) has them in every branch.
+                out.extend(
+                    inner
+                        .into_iter()
+                        .map(|branch| with_shared_fields(schema, branch)),
+                );
             }
             return (out, nullable);
         }
@@ -292,6 +298,38 @@ fn tag(schema: &Value) -> Option<(String, Value)> {
         [only] if fields.len() == 1 => Some((only.clone(), Value::Null)),
         _ => None,
     }
+}
+
+/// `branch` with the fields and required names `parent` declares beside its union.
+fn with_shared_fields(parent: &Value, mut branch: Value) -> Value {
+    let Some(shared) = parent.get("properties").and_then(Value::as_object) else {
+        return branch;
+    };
+    let Some(object) = branch.as_object_mut() else {
+        return branch;
+    };
+    let fields = object
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(fields) = fields.as_object_mut() {
+        for (name, schema) in shared {
+            fields.entry(name.clone()).or_insert_with(|| schema.clone());
+        }
+    }
+    let shared_required = parent.get("required").and_then(Value::as_array).cloned();
+    if let Some(names) = shared_required {
+        let required = object
+            .entry("required")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(required) = required.as_array_mut() {
+            for name in names {
+                if !required.contains(&name) {
+                    required.push(name);
+                }
+            }
+        }
+    }
+    branch
 }
 
 fn enum_values(schema: &Value) -> Option<Vec<Value>> {

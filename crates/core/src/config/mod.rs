@@ -225,7 +225,7 @@ pub struct Config {
     /// sandboxed commands cannot run (fail closed).
     pub sandbox_launcher: Option<PathBuf>,
     /// The thread's private `/tmp` for confined commands (set when the thread starts).
-    pub(crate) sandbox_private_tmp: Option<std::sync::Arc<crate::sandboxing::PrivateTmpSlot>>,
+    pub(crate) sandbox_private_tmp: Option<std::sync::Arc<crate::private_tmp::PrivateTmpSlot>>,
     /// Problems that did not stop loading (unknown keys…), for the user to see.
     pub warnings: Vec<String>,
 }

@@ -21,7 +21,7 @@ fn drain_ready(sub: &mut Subscription) -> Vec<u64> {
     loop {
         // Unconstrained: tokio's cooperative budget would otherwise report a ready
         // channel as pending after a hundred or so receives.
-        let next = futures::FutureExt::now_or_never(tokio::task::unconstrained(sub.next()));
+        let next = futures::FutureExt::now_or_never(tokio::task::unconstrained(sub.next_or_lag()));
         match next {
             Some(Some(Ok(event))) => seqs.push(event.seq),
             Some(Some(Err(lagged))) => panic!("unexpected lag: {lagged}"),
@@ -96,11 +96,11 @@ async fn two_subscribers_see_the_same_sequence() {
     }
     log.close();
     let mut seen_a = Vec::new();
-    while let Some(event) = a.next().await {
+    while let Some(event) = a.next_or_lag().await {
         seen_a.push(event.expect("no lag"));
     }
     let mut seen_b = Vec::new();
-    while let Some(event) = b.next().await {
+    while let Some(event) = b.next_or_lag().await {
         seen_b.push(event.expect("no lag"));
     }
     assert_eq!(seen_a.len(), 50);
@@ -127,7 +127,7 @@ async fn a_stalled_subscriber_is_cut_off_with_its_position_and_others_get_everyt
 
     let mut got = 0u64;
     let lag = loop {
-        match stalled.next().await {
+        match stalled.next_or_lag().await {
             Some(Ok(_)) => got += 1,
             Some(Err(lagged)) => break lagged,
             None => panic!("the stalled subscriber ended without being told it lagged"),
@@ -135,7 +135,7 @@ async fn a_stalled_subscriber_is_cut_off_with_its_position_and_others_get_everyt
     };
     assert_eq!(got, SUBSCRIBER_BUFFER as u64);
     assert_eq!(lag.last_seq, SUBSCRIBER_BUFFER as u64);
-    assert!(stalled.next().await.is_none());
+    assert!(stalled.next_or_lag().await.is_none());
 
     // Subscribing again from where it stopped fills the gap exactly.
     let mut again = stalled.resubscribe();
@@ -144,6 +144,49 @@ async fn a_stalled_subscriber_is_cut_off_with_its_position_and_others_get_everyt
         rest == (SUBSCRIBER_BUFFER as u64 + 1..=total).collect::<Vec<_>>(),
         "the resubscription did not continue exactly after the lag"
     );
+}
+
+#[tokio::test]
+async fn a_subscription_cut_off_for_lagging_subscribes_again_by_itself_and_misses_nothing() {
+    let log = log();
+    let mut stalled = log.subscribe(0);
+    // Past its buffer, but within the window: no rollout holds what left the window here.
+    let total = (SUBSCRIBER_BUFFER + 100) as u64;
+    for n in 1..=total {
+        log.publish(None, "", warning(n));
+    }
+    log.close();
+
+    let mut seqs = Vec::new();
+    while let Some(event) = stalled.next().await {
+        assert_eq!(event.msg, warning(event.seq));
+        seqs.push(event.seq);
+    }
+
+    assert!(
+        seqs == (1..=total).collect::<Vec<_>>(),
+        "a gap or a repeat after the lag"
+    );
+    assert_eq!(
+        stalled.lags(),
+        1,
+        "it was cut off once, then read the rest back"
+    );
+}
+
+#[tokio::test]
+async fn a_replay_through_a_seq_stops_there() {
+    let log = log();
+    for n in 1..=10 {
+        log.publish(None, "", warning(n));
+    }
+    let mut sub = log.subscribe(2);
+    let mut seqs = Vec::new();
+    while let Some(event) = sub.next_through(6).await {
+        seqs.push(event.seq);
+    }
+    assert_eq!(seqs, [3, 4, 5, 6]);
+    assert!(sub.next_through(6).await.is_none(), "and stays stopped");
 }
 
 #[tokio::test]
@@ -158,7 +201,7 @@ async fn the_window_is_bounded_and_closing_ends_subscriptions() {
     assert_eq!(seqs.len(), WINDOW_EVENTS);
     assert_eq!(seqs[0], 11);
     log.close();
-    assert!(late.next().await.is_none());
+    assert!(late.next_or_lag().await.is_none());
 }
 
 #[tokio::test]
@@ -179,7 +222,7 @@ async fn a_live_log_replays_what_left_its_window_from_the_rollout_then_goes_live
     for (&after, sub) in starts.iter().zip(&mut subs) {
         let mut seqs = Vec::new();
         while seqs.len() < (published - after) as usize {
-            let event = sub.next().await.expect("open").expect("no lag");
+            let event = sub.next_or_lag().await.expect("open").expect("no lag");
             assert_eq!(
                 event.msg,
                 warning(event.seq),
@@ -195,7 +238,7 @@ async fn a_live_log_replays_what_left_its_window_from_the_rollout_then_goes_live
     }
     log.publish(None, "", warning(published + 1));
     for sub in &mut subs {
-        let live = sub.next().await.expect("open").expect("no lag");
+        let live = sub.next_or_lag().await.expect("open").expect("no lag");
         assert_eq!(live.seq, published + 1);
     }
 }
@@ -230,7 +273,7 @@ async fn a_replay_from_the_rollout_cancelled_at_any_point_loses_nothing() {
             seqs.len()
         );
         // Polled once and dropped when not ready: the replay is cancelled mid-way.
-        match futures::FutureExt::now_or_never(sub.next()) {
+        match futures::FutureExt::now_or_never(sub.next_or_lag()) {
             Some(next) => {
                 let event = next.expect("open").expect("no lag");
                 assert_eq!(event.msg, big(event.seq), "event {} mixed up", event.seq);

@@ -1,28 +1,54 @@
 //! The questions an MCP tool call puts to the user: may the tool be called, and what a
 //! server asks for (elicitation), relayed to deputy's own client.
 
-use deputy_protocol::McpToolCallItem;
+use deputy_protocol::{
+    ApprovalDecision, McpToolCallApprovalRequest, McpToolCallItem, Question, Reply,
+};
 use rmcp::model::{ElicitRequestParams, ElicitResult};
 
-use crate::turn::{TurnContext, TurnStop};
+use crate::context::{TurnContext, TurnStop};
 
-/// A call the user did not let through.
-pub(crate) struct Refusal {
-    /// What the model is told.
-    pub(crate) for_model: String,
-    /// The item's error.
-    pub(crate) for_item: String,
+/// What the user answered about one call.
+pub(crate) enum Verdict {
+    /// Call it.
+    Approved,
+    /// Call it, and this tool again in this thread without asking.
+    ApprovedForSession,
+    /// Do not call it; `for_model` is what the model is told.
+    Refused {
+        /// What the model is told, as the call's result.
+        for_model: String,
+    },
 }
 
-/// Asks whether the call of `item` may go ahead. `Ok(None)`: it may.
-pub(crate) async fn ask(
-    _ctx: &TurnContext,
-    _item: &McpToolCallItem,
-) -> Result<Option<Refusal>, TurnStop> {
-    Ok(Some(Refusal {
-        for_model: "The MCP tool call was not made: deputy cannot ask for its approval yet.".into(),
-        for_item: "not approved".into(),
-    }))
+/// Asks whether the call of `item` may go ahead (`Err`: the user stopped the turn).
+pub(crate) async fn ask(ctx: &TurnContext, item: &McpToolCallItem) -> Result<Verdict, TurnStop> {
+    let question = Question::McpToolCall(McpToolCallApprovalRequest {
+        call_id: item.call_id.clone(),
+        turn_id: ctx.turn_id.clone(),
+        server: item.server.clone(),
+        tool: item.tool.clone(),
+        arguments: item.arguments.clone(),
+        reason: Some(
+            "MCP servers run outside deputy's sandbox, and this tool may change things".into(),
+        ),
+    });
+    let Reply::Decision { decision, reason } = ctx.ask(&item.id, question).await;
+    match decision {
+        ApprovalDecision::Approved => Ok(Verdict::Approved),
+        ApprovalDecision::ApprovedForSession => Ok(Verdict::ApprovedForSession),
+        ApprovalDecision::Abort => Err(TurnStop::Aborted),
+        ApprovalDecision::Denied | ApprovalDecision::TimedOut => Ok(Verdict::Refused {
+            for_model: match reason {
+                Some(reason) => {
+                    format!("The MCP tool was not called: approval was denied ({reason}).")
+                }
+                None => "The user declined this MCP tool call. Do not retry it; continue \
+                         without it or ask the user."
+                    .to_string(),
+            },
+        }),
+    }
 }
 
 /// Relays a server's request for input to the user; `None` when nobody can answer.

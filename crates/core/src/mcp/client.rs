@@ -22,7 +22,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleClient};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::thread::lock;
+use crate::sync::lock;
 
 /// A server's request for the user's input, on its way to the turn that will ask.
 pub(crate) struct Elicitation {

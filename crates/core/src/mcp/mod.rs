@@ -26,7 +26,7 @@ mod tool;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use deputy_protocol::{
     McpStartupCompleteEvent, McpStartupFailure, McpStartupStatus, McpStartupUpdateEvent,
@@ -35,15 +35,12 @@ use deputy_protocol::{
 
 use crate::config::Config;
 use crate::event_log::EventLog;
-use crate::thread::lock;
 use crate::tools::ThreadTools;
 
 /// The MCP servers one thread uses.
 #[derive(Default)]
 pub(crate) struct ThreadServers {
     leases: tokio::sync::Mutex<Vec<pool::Lease>>,
-    /// Why the thread cannot run turns: a required server did not start.
-    failure: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for ThreadServers {
@@ -54,15 +51,21 @@ impl std::fmt::Debug for ThreadServers {
 
 impl ThreadServers {
     /// Starts the thread's enabled servers (in parallel), reports their startup on `log`
-    /// and adds their tools to `tools`.
-    pub(crate) async fn start(&self, config: &Config, log: &EventLog, tools: &ThreadTools) {
+    /// and adds their tools to `tools`. Returns why the thread's turns cannot run: a
+    /// required server that did not start.
+    pub(crate) async fn start(
+        &self,
+        config: &Config,
+        log: &EventLog,
+        tools: &ThreadTools,
+    ) -> Option<String> {
         let enabled: Vec<(&String, &crate::config::McpServerConfig)> = config
             .mcp_servers
             .iter()
             .filter(|(_, server)| server.enabled)
             .collect();
         if enabled.is_empty() {
-            return;
+            return None;
         }
         let publish = |msg| log.publish(None, "", msg);
         for (name, _) in &enabled {
@@ -102,6 +105,7 @@ impl ThreadServers {
         let mut complete = McpStartupCompleteEvent::default();
         let mut servers = BTreeMap::new();
         let mut leases = self.leases.lock().await;
+        let mut failure = None;
         for (lease, outcome) in started {
             let name = lease.server.name.clone();
             servers.insert(name.clone(), lease.server.clone());
@@ -122,12 +126,9 @@ impl ThreadServers {
                 }
                 Err(error) => {
                     if lease.server.config.required {
-                        let mut failure = lock(&self.failure);
-                        if failure.is_none() {
-                            *failure = Some(format!(
-                                "the required MCP server `{name}` did not start: {error}"
-                            ));
-                        }
+                        failure.get_or_insert_with(|| {
+                            format!("the required MCP server `{name}` did not start: {error}")
+                        });
                     } else {
                         publish(warning(format!(
                             "MCP server `{name}` did not start, its tools are not offered: {error}"
@@ -147,11 +148,7 @@ impl ThreadServers {
             }
         }
         publish(ThreadEventMsg::McpStartupComplete(complete));
-    }
-
-    /// Why the thread's turns cannot run: the required server that did not start.
-    pub(crate) fn failure(&self) -> Option<String> {
-        lock(&self.failure).clone()
+        failure
     }
 
     /// Lets go of the thread's servers (stopping those no other thread uses).

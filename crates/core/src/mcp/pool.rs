@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::server::McpServer;
 use crate::config::McpServerConfig;
-use crate::thread::lock;
+use crate::sync::lock;
 
 /// A running (or starting) server and how many leases it has.
 struct Entry {

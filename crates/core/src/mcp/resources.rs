@@ -14,7 +14,7 @@ use super::server::{CallError, McpServer};
 use crate::client::{FunctionTool, ToolSpec};
 use crate::exec::truncate_middle;
 use crate::tools::{ToolCall, ToolHandler};
-use crate::turn::{TurnContext, TurnStop};
+use crate::context::{TurnContext, TurnStop};
 
 /// Which of the three tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use tokio::io::AsyncReadExt;
 use super::client::{DeputyClient, Links};
 use super::process::{self, StdioSpec};
 use crate::config::{McpServerConfig, McpServerTransport};
-use crate::thread::lock;
+use crate::sync::lock;
 
 /// Bytes of a server's stderr kept to explain why it failed.
 const STDERR_TAIL_BYTES: usize = 4096;

@@ -3,7 +3,8 @@
 //! the turn (`mcp_tool_call`): asked for, approved or declined under the thread's policy,
 //! sent, and completed with the server's result or why there is none.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use deputy_protocol::{
@@ -15,14 +16,16 @@ use rmcp::model::{CallToolResult, ElicitResult, ElicitationAction, JsonObject, T
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::approval::Verdict;
 use super::client::Elicitation;
 use super::names;
 use super::output::tool_output;
 use super::schema::sanitize_input_schema;
 use super::server::{CallError, McpServer};
 use crate::client::{FunctionTool, NamespaceTool, ToolSpec};
+use crate::sync::lock;
 use crate::tools::{ToolCall, ToolHandler};
-use crate::turn::{TurnContext, TurnStop, new_item_id};
+use crate::context::{TurnContext, TurnStop, new_item_id};
 
 /// One server's tools, for the model.
 pub(crate) struct ServerTools {
@@ -30,6 +33,8 @@ pub(crate) struct ServerTools {
     namespace: String,
     description: String,
     tools: Vec<Offered>,
+    /// The tools (server names) the user approved for the rest of the thread.
+    approved: Mutex<HashSet<String>>,
 }
 
 /// One tool as the model is offered it.
@@ -89,6 +94,7 @@ impl ServerTools {
             namespace,
             description,
             tools,
+            approved: Mutex::default(),
         })
     }
 }
@@ -146,12 +152,24 @@ impl ToolHandler for ServerTools {
             );
             ctx.item_started(ThreadItem::McpToolCall(item.clone()));
             if asks_first(ctx.config.approval_policy, tool.read_only)
-                && let Some(refusal) = super::approval::ask(ctx, &item).await?
+                && !lock(&self.approved).contains(&tool.name)
             {
-                item.status = McpToolCallStatus::Failed;
-                item.error = Some(refusal.for_item);
-                ctx.item_completed(ThreadItem::McpToolCall(item));
-                return Ok(FunctionOutput::Text(refusal.for_model));
+                let verdict = super::approval::ask(ctx, &item).await;
+                let refused = match verdict {
+                    Ok(Verdict::Approved) => None,
+                    Ok(Verdict::ApprovedForSession) => {
+                        lock(&self.approved).insert(tool.name.clone());
+                        None
+                    }
+                    Ok(Verdict::Refused { for_model }) => Some(Ok(for_model)),
+                    Err(stop) => Some(Err(stop)),
+                };
+                if let Some(refused) = refused {
+                    item.status = McpToolCallStatus::Failed;
+                    item.error = Some("declined by the user".into());
+                    ctx.item_completed(ThreadItem::McpToolCall(item));
+                    return refused.map(FunctionOutput::Text);
+                }
             }
             item.started = true;
             ctx.item_updated(ThreadItem::McpToolCall(item.clone()));

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use deputy_protocol::{
     AskForApproval, CodexErrorInfo, EnteredReviewModeItem, ExitedReviewModeItem, InputItem,
     ItemEvent, Op, ResponseItem, ReviewOutputEvent, ReviewRequest, SandboxMode, TaskStartedEvent,
-    ThreadEventMsg, ThreadItem, TurnAbortReason,
+    ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -27,21 +27,24 @@ pub use output::parse_review_output;
 
 use crate::client::ModelClient;
 use crate::config::Config;
+use crate::context::{Session, new_item_id};
+use crate::driver::{TurnObserver, TurnOutcome, TurnRequest, Unasked, drive_turn};
 use crate::rollout::{RolloutRecorder, SessionMeta, SessionSource};
-use crate::thread::{Session, Thread, ThreadStart, spawn_thread};
-use crate::turn::new_item_id;
+use crate::thread::{SpawnThread, Thread, ThreadStart, TurnInput};
 use crate::turn_clock::TurnClock;
 
 /// The reviewer's instructions.
 pub const REVIEW_PROMPT: &str = include_str!("review_prompt.md");
 
-/// Runs review turn `turn_id`, emitting exactly one turn-ending event.
+/// Runs review turn `turn_id`, emitting exactly one turn-ending event; the reviewer's
+/// thread is started with `spawn`.
 pub(crate) async fn run_review(
     session: Arc<Session>,
     submission_id: String,
     turn_id: String,
     request: ReviewRequest,
     cancel: CancellationToken,
+    spawn: SpawnThread,
 ) {
     let publish = |msg| session.log.publish(Some(&turn_id), &submission_id, msg);
     let config = match session.settings_for_turn(None) {
@@ -75,7 +78,7 @@ pub(crate) async fn run_review(
     // Dropping the review on cancellation drops the reviewer's handle, which stops its
     // turn and kills its commands.
     let result = tokio::select! {
-        result = review(&session, &config, &turn_id, &submission_id, &request) => Some(result),
+        result = review(&session, &config, &turn_id, &submission_id, &request, spawn) => Some(result),
         () = cancel.cancelled() => None,
     };
     let (output, rendered) = match &result {
@@ -116,6 +119,7 @@ async fn review(
     turn_id: &str,
     submission_id: &str,
     request: &ReviewRequest,
+    spawn: SpawnThread,
 ) -> Result<ReviewOutputEvent, String> {
     let material = collect(
         &config.cwd,
@@ -129,45 +133,54 @@ async fn review(
     if !custom && material.diff.trim().is_empty() && material.files.trim().is_empty() {
         return Ok(ReviewOutputEvent::nothing_to_review(&material.description));
     }
-    let reviewer = start_reviewer(session, config, request)?;
-    let mut events = reviewer.subscribe(0);
-    let reviewer_turn = reviewer
-        .submit_turn(
-            "review".into(),
-            vec![InputItem::Text {
+    let reviewer = start_reviewer(session, config, request, spawn)?;
+    let mut forward = Forward {
+        session,
+        turn_id,
+        submission_id,
+    };
+    let turn = TurnRequest {
+        submission_id: "review".into(),
+        input: TurnInput {
+            items: vec![InputItem::Text {
                 text: review_input(&material, request),
             }],
-        )
-        .map_err(|e| e.to_string())?;
-    let answer = loop {
-        let event = match events.next().await {
-            Some(Ok(event)) => event,
-            Some(Err(_lagged)) => {
-                events = events.resubscribe();
-                continue;
-            }
-            None => break Err("the reviewer stopped unexpectedly".to_string()),
-        };
-        if is_forwarded(&event.msg) {
-            session
-                .log
-                .publish(Some(turn_id), submission_id, event.msg.clone());
+            ..TurnInput::default()
+        },
+        replay_after: Some(0),
+    };
+    // Dropping this future (the review was interrupted) drops the reviewer, which stops.
+    let never = CancellationToken::new();
+    let driven = drive_turn(&reviewer, turn, Arc::new(Unasked), &mut forward, &never).await;
+    let answer = match driven.map(|driven| driven.outcome) {
+        Ok(TurnOutcome::Completed { last_agent_message }) => {
+            Ok(last_agent_message.unwrap_or_default())
         }
-        if event.turn_id.as_deref() != Some(reviewer_turn.as_str()) {
-            continue;
-        }
-        match &event.msg {
-            ThreadEventMsg::TurnComplete(done) => {
-                break Ok(done.last_agent_message.clone().unwrap_or_default());
-            }
-            ThreadEventMsg::TurnFailed(failed) => break Err(failed.message.clone()),
-            ThreadEventMsg::TurnAborted(_) => break Err("the reviewer was stopped".to_string()),
-            _ => {}
-        }
+        Ok(TurnOutcome::Failed(message)) => Err(message),
+        Ok(TurnOutcome::Aborted(_)) => Err("the reviewer was stopped".to_string()),
+        Ok(TurnOutcome::ThreadStopped) => Err("the reviewer stopped unexpectedly".to_string()),
+        Err(err) => Err(err.to_string()),
     };
     let _ = reviewer.submit(Op::Shutdown);
     reviewer.closed().await;
     answer.map(|text| parse_review_output(&text))
+}
+
+/// Reports the reviewer's events in the parent's turn.
+struct Forward<'a> {
+    session: &'a Session,
+    turn_id: &'a str,
+    submission_id: &'a str,
+}
+
+impl TurnObserver for Forward<'_> {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        if is_forwarded(&event.msg) {
+            self.session
+                .log
+                .publish(Some(self.turn_id), self.submission_id, event.msg.clone());
+        }
+    }
 }
 
 /// The reviewer's events the parent's turn reports: its items and their progress, not
@@ -186,8 +199,7 @@ fn is_forwarded(msg: &ThreadEventMsg) -> bool {
         | ThreadEventMsg::Warning(_) => true,
         ThreadEventMsg::SessionConfigured(_)
         | ThreadEventMsg::TurnStarted(_)
-        | ThreadEventMsg::ExecApprovalRequest(_)
-        | ThreadEventMsg::PatchApprovalRequest(_)
+        | ThreadEventMsg::QuestionAsked(_)
         | ThreadEventMsg::ApprovalResolved(_)
         | ThreadEventMsg::TurnDiff(_)
         | ThreadEventMsg::TurnComplete(_)
@@ -204,6 +216,7 @@ fn start_reviewer(
     session: &Session,
     config: &Config,
     request: &ReviewRequest,
+    spawn: SpawnThread,
 ) -> Result<Arc<Thread>, String> {
     let mut reviewer = config.clone();
     reviewer.model = request
@@ -226,7 +239,7 @@ fn start_reviewer(
     meta.parent_thread_id = Some(session.log.thread_id().to_string());
     let rollout = RolloutRecorder::create(&reviewer.deputy_home, &meta, &[])
         .map_err(|e| format!("cannot create the reviewer's session file: {e}"))?;
-    Ok(spawn_thread(ThreadStart {
+    Ok(spawn(ThreadStart {
         id,
         config: Arc::new(reviewer),
         client,

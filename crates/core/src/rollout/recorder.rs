@@ -22,7 +22,7 @@ use super::{
     CompactedRecord, ResumedSession, RolloutError, RolloutItem, SessionMeta, TurnContextRecord,
     encode_event_line, encode_line, is_persisted_event, paths,
 };
-use crate::tools::patch_journal::RecoveredPatch;
+use crate::patch_journal::RecoveredPatch;
 
 pub(super) use super::writer::lock_exclusive;
 

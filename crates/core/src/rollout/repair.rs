@@ -8,9 +8,7 @@ use std::path::Path;
 use super::RolloutError;
 use super::paths::find_rollout;
 use super::recorder::open_to_continue;
-use crate::tools::patch_journal::{
-    RecoveredPatch, recover_thread_patches, threads_with_patch_journals,
-};
+use crate::patch_journal::{RecoveredPatch, recover_thread_patches, threads_with_patch_journals};
 
 /// What repairing one thread did.
 #[derive(Debug, Clone)]

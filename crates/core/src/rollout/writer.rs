@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::reader::resumed_from_bytes;
 use super::{ResumedSession, RolloutError};
-use crate::thread::lock;
+use crate::sync::lock;
 
 /// How many bytes of records wait for a flush before they are written anyway.
 const WRITE_BUFFER: usize = 64 * 1024;

@@ -15,8 +15,8 @@ use super::spec::{
 };
 use super::{patch, shell};
 use crate::client::ToolSpec;
+use crate::context::{TurnContext, TurnStop};
 use crate::model_family::{ApplyPatchToolKind, ModelFamily, ShellToolKind};
-use crate::turn::{TurnContext, TurnStop};
 
 /// The built-in tools a model of `family` is offered, in the order they are listed.
 pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {

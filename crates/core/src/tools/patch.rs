@@ -1,4 +1,5 @@
-//! The `apply_patch` tool: plan, decide (apply, ask, refuse), apply all-or-nothing, report.
+//! The `apply_patch` tool: plan, assess (apply, ask, refuse), ask, apply all-or-nothing,
+//! report.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,169 +10,222 @@ use deputy_apply_patch::{
     PlannedChange, WriteTarget, WriteTargets, apply_journaled, parse_patch, plan_patch,
 };
 use deputy_protocol::{
-    ApplyPatchApprovalRequestEvent, ApprovalResolvedEvent, FileChange, FileChangeItem,
-    PatchApplyStatus, PatchApprovalRequest, ReviewDecision, ThreadEventMsg, ThreadItem,
-    TurnDiffEvent, WarningEvent,
+    ApplyPatchApprovalRequestEvent, ApprovalDecision, FileChange, FileChangeItem, PatchApplyStatus,
+    Question, Reply, SandboxMode, ThreadEventMsg, ThreadItem, TurnDiffEvent,
 };
 use tokio::sync::watch;
 
+use crate::context::{PatchInFlight, TurnContext, TurnStop, new_item_id};
+use crate::patch_journal;
 use crate::safety::{PatchAssessment, WritableRoots, assess_patch};
 use crate::sandboxing;
-use crate::thread::lock;
-use crate::tools::patch_journal;
-use crate::turn::{TurnContext, TurnStop, new_item_id};
+use crate::sync::lock;
 
-/// Applies a patch under the session's policies and returns the model's text.
+/// Applies a patch under the session's policies and returns the model's text: plan it,
+/// fix where it writes, assess it, ask when the policy says so, write it, report.
 pub(super) async fn apply(
     ctx: &TurnContext,
     call_id: &str,
     patch_text: &str,
     cwd: PathBuf,
 ) -> Result<String, TurnStop> {
-    // Planning reads and diffs whole files: keep it off the async workers.
+    let planned = match plan(patch_text, cwd).await {
+        Ok(planned) => Arc::new(planned),
+        Err(message) => return Ok(unverified(ctx, call_id, message)),
+    };
+    let mut item = PatchItem::started(ctx, call_id, &planned);
+    let writes = match Writes::fix(ctx, &planned) {
+        Ok(writes) => writes,
+        Err(message) => return Ok(item.failed(ctx, message)),
+    };
+    match assess(ctx, &writes) {
+        PatchAssessment::Reject(reason) => return Ok(item.declined(ctx, reason)),
+        PatchAssessment::Apply => item.0.auto_approved = true,
+        PatchAssessment::Ask => {
+            if let Some(refusal) = ask(ctx, &item, &writes).await? {
+                return Ok(item.declined(ctx, refusal));
+            }
+        }
+    }
+    Ok(write(ctx, item.0, planned, writes.targets).await)
+}
+
+/// Parses and plans the patch against the files as they are (reading and diffing them:
+/// off the async workers). `Err` says why it does not apply.
+async fn plan(patch_text: &str, cwd: PathBuf) -> Result<Vec<PlannedChange>, String> {
     let text = patch_text.to_string();
-    let planned = tokio::task::spawn_blocking(move || {
-        parse_patch(&text)
-            .map_err(|e| e.to_string())
-            .and_then(|patch| plan_patch(&patch, &cwd).map_err(|e| e.to_string()))
+    tokio::task::spawn_blocking(move || {
+        let patch = parse_patch(&text).map_err(|e| e.to_string())?;
+        plan_patch(&patch, &cwd).map_err(|e| e.to_string())
     })
     .await
-    .unwrap_or_else(|e| Err(format!("planning the patch failed: {e}")));
-    let mut item = FileChangeItem {
-        id: new_item_id(),
-        call_id: call_id.to_string(),
-        changes: BTreeMap::new(),
-        status: PatchApplyStatus::InProgress,
-        started: false,
-        auto_approved: false,
-        stdout: String::new(),
-        stderr: String::new(),
-    };
-    let planned = match planned {
-        Ok(planned) => Arc::new(planned),
-        Err(message) => {
-            // A patch that does not verify is still reported, so that front doors can show it.
-            item.status = PatchApplyStatus::Failed;
-            item.stderr = message.clone();
-            ctx.item_started(ThreadItem::FileChange(item.clone()));
-            ctx.item_completed(ThreadItem::FileChange(item));
-            return Ok(format!("apply_patch verification failed: {message}"));
-        }
-    };
-    let touched = touched_paths(&planned);
-    item.changes = file_changes(&planned);
+    .unwrap_or_else(|e| Err(format!("planning the patch failed: {e}")))
+}
+
+/// Reports a patch that does not verify (so that front doors can show it) and returns
+/// the model's text.
+fn unverified(ctx: &TurnContext, call_id: &str, message: String) -> String {
+    let mut item = PatchItem::fresh(call_id, BTreeMap::new());
+    item.status = PatchApplyStatus::Failed;
+    item.stderr = message.clone();
     ctx.item_started(ThreadItem::FileChange(item.clone()));
-    let config = &ctx.config;
-    let roots = sandboxing::writable_roots(config);
-    let (targets, inside_roots) = match write_targets(&roots, &touched) {
-        Ok(found) => found,
-        Err(message) => return Ok(format!("apply_patch verification failed: {message}")),
-    };
-    let writable =
-        config.sandbox_mode == deputy_protocol::SandboxMode::DangerFullAccess || inside_roots;
-    let written = written_files(&targets, &touched);
-    let approvals = &ctx.session.approvals;
-    let declined = |mut item: FileChangeItem, told: &str| {
-        item.status = PatchApplyStatus::Declined;
-        item.stderr = told.to_string();
+    ctx.item_completed(ThreadItem::FileChange(item));
+    format!("apply_patch verification failed: {message}")
+}
+
+/// The patch's file change item, started once the patch is planned.
+struct PatchItem(FileChangeItem);
+
+impl PatchItem {
+    fn fresh(call_id: &str, changes: BTreeMap<PathBuf, FileChange>) -> FileChangeItem {
+        FileChangeItem {
+            id: new_item_id(),
+            call_id: call_id.to_string(),
+            changes,
+            status: PatchApplyStatus::InProgress,
+            started: false,
+            auto_approved: false,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    fn started(ctx: &TurnContext, call_id: &str, planned: &[PlannedChange]) -> Self {
+        let item = Self::fresh(call_id, file_changes(planned));
+        ctx.item_started(ThreadItem::FileChange(item.clone()));
+        Self(item)
+    }
+
+    /// Completes the item as not applied and returns `told`, what the model is told.
+    fn declined(self, ctx: &TurnContext, told: String) -> String {
+        self.complete(ctx, PatchApplyStatus::Declined, told.clone());
+        told
+    }
+
+    /// Completes the item as failed before anything was written, and returns the model's text.
+    fn failed(self, ctx: &TurnContext, message: String) -> String {
+        self.complete(ctx, PatchApplyStatus::Failed, message.clone());
+        format!("apply_patch verification failed: {message}")
+    }
+
+    fn complete(self, ctx: &TurnContext, status: PatchApplyStatus, stderr: String) {
+        let mut item = self.0;
+        item.status = status;
+        item.stderr = stderr;
         ctx.item_completed(ThreadItem::FileChange(item));
-    };
-    item.auto_approved = match assess_patch(
+    }
+}
+
+/// Where a planned patch writes, fixed at check time.
+struct Writes {
+    targets: WriteTargets,
+    /// The files written, as resolved now: what a session approval covers.
+    files: Vec<PathBuf>,
+    /// Whether the session may write them all without asking (inside its writable
+    /// roots, or no sandbox).
+    writable: bool,
+}
+
+impl Writes {
+    fn fix(ctx: &TurnContext, planned: &[PlannedChange]) -> Result<Self, String> {
+        let touched = touched_paths(planned);
+        let roots = sandboxing::writable_roots(&ctx.config);
+        let (targets, inside_roots) = write_targets(&roots, &touched)?;
+        let writable = ctx.config.sandbox_mode == SandboxMode::DangerFullAccess || inside_roots;
+        let files = written_files(&targets, &touched);
+        Ok(Self {
+            targets,
+            files,
+            writable,
+        })
+    }
+}
+
+/// What the policies say of writing these files.
+fn assess(ctx: &TurnContext, writes: &Writes) -> PatchAssessment {
+    let config = &ctx.config;
+    assess_patch(
         config.approval_policy,
         config.sandbox_mode,
-        writable,
-        approvals.files_approved_for_session(written.iter()),
-    ) {
-        PatchAssessment::Reject(reason) => {
-            declined(item, &reason);
-            return Ok(reason);
-        }
-        PatchAssessment::Apply => true,
-        PatchAssessment::Ask => {
-            let pending = approvals.register(call_id);
-            ctx.emit(ThreadEventMsg::PatchApprovalRequest(PatchApprovalRequest {
-                item_id: item.id.clone(),
-                request: ApplyPatchApprovalRequestEvent {
-                    call_id: call_id.to_string(),
-                    turn_id: ctx.turn_id.clone(),
-                    changes: item.changes.clone(),
-                    reason: (!writable).then(|| {
-                        "the patch writes outside the sandbox's writable roots".to_string()
-                    }),
-                    grant_root: None,
-                },
-            }));
-            let answer = pending.wait(&ctx.cancel).await;
-            ctx.emit(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
-                item_id: item.id.clone(),
-                call_id: call_id.to_string(),
-                decision: answer.decision,
-            }));
-            match answer.decision {
-                ReviewDecision::Approved => {}
-                ReviewDecision::ApprovedForSession => {
-                    approvals.approve_files_for_session(written);
-                }
-                ReviewDecision::Abort => {
-                    // Not applied, by the user's choice: declined before the turn ends.
-                    declined(
-                        item,
-                        "aborted: the user stopped the turn instead of applying this patch",
-                    );
-                    return Err(TurnStop::Aborted);
-                }
-                ReviewDecision::Denied | ReviewDecision::TimedOut => {
-                    let told = match answer.reason {
-                        Some(reason) => {
-                            ctx.emit(ThreadEventMsg::Warning(WarningEvent {
-                                message: format!("patch not approved: {reason}"),
-                            }));
-                            format!("The patch was not applied: approval was denied ({reason}).")
-                        }
-                        None => "The user declined this patch; nothing was changed. Do not retry it unchanged.".to_string(),
-                    };
-                    declined(item, &told);
-                    return Ok(told);
-                }
-            }
-            false
-        }
-    };
+        writes.writable,
+        ctx.session
+            .approvals
+            .files_approved_for_session(writes.files.iter()),
+    )
+}
 
+/// Asks the user. `Ok(None)` = approved; `Ok(Some(text))` = refused, `text` for the model.
+async fn ask(
+    ctx: &TurnContext,
+    item: &PatchItem,
+    writes: &Writes,
+) -> Result<Option<String>, TurnStop> {
+    let question = Question::Patch(ApplyPatchApprovalRequestEvent {
+        call_id: item.0.call_id.clone(),
+        turn_id: ctx.turn_id.clone(),
+        changes: item.0.changes.clone(),
+        reason: (!writes.writable)
+            .then(|| "the patch writes outside the sandbox's writable roots".to_string()),
+        grant_root: None,
+    });
+    let Reply::Decision { decision, reason } = ctx.ask(&item.0.id, question).await;
+    match decision {
+        ApprovalDecision::Approved => Ok(None),
+        ApprovalDecision::ApprovedForSession => {
+            ctx.session
+                .approvals
+                .approve_files_for_session(writes.files.iter().cloned());
+            Ok(None)
+        }
+        ApprovalDecision::Abort => {
+            // Not applied, by the user's choice: declined before the turn ends.
+            PatchItem(item.0.clone()).declined(
+                ctx,
+                "aborted: the user stopped the turn instead of applying this patch".into(),
+            );
+            Err(TurnStop::Aborted)
+        }
+        ApprovalDecision::Denied | ApprovalDecision::TimedOut => Ok(Some(match reason {
+            Some(reason) => format!("The patch was not applied: approval was denied ({reason})."),
+            None => "The user declined this patch; nothing was changed. Do not retry it unchanged."
+                .to_string(),
+        })),
+    }
+}
+
+/// Writes the patch all-or-nothing under its journal and returns the model's text.
+/// Once started, the write runs to its end even if the turn is stopped meanwhile: the
+/// turn then waits for it (bounded) and reports what it did (`finish_interrupted`).
+async fn write(
+    ctx: &TurnContext,
+    mut item: FileChangeItem,
+    planned: Arc<Vec<PlannedChange>>,
+    targets: WriteTargets,
+) -> String {
     item.started = true;
     ctx.item_updated(ThreadItem::FileChange(item.clone()));
     lock(&ctx.diff).remember_baseline(&planned);
     let journal = patch_journal::journal_for(
-        &config.deputy_home,
+        &ctx.config.deputy_home,
         ctx.session.log.thread_id(),
         &ctx.turn_id,
-        call_id,
+        &item.call_id,
     );
-    let to_apply = planned.clone();
     let (done, mut written) = watch::channel(None);
-    // Once started, the write runs to its end even if the turn is stopped meanwhile: the
-    // turn then waits for it (bounded) and reports what it did (`finish_interrupted`).
     tokio::task::spawn_blocking(move || {
-        let result = apply_journaled(&to_apply, &targets, Some(&journal))
+        let result = apply_journaled(&planned, &targets, Some(&journal))
             .map(|summary| summary.to_string())
             .map_err(|e| e.to_string());
         let _ = done.send(Some(result));
     });
     *lock(&ctx.patch_in_flight) = Some(PatchInFlight {
         item: item.clone(),
-        call_id: call_id.to_string(),
+        call_id: item.call_id.clone(),
         written: written.clone(),
     });
     let result = wait_written(&mut written).await;
     lock(&ctx.patch_in_flight).take();
-    Ok(report(ctx, item, result))
-}
-
-/// A patch being written while its turn runs.
-pub(crate) struct PatchInFlight {
-    item: FileChangeItem,
-    call_id: String,
-    written: watch::Receiver<Option<Result<String, String>>>,
+    report(ctx, item, result)
 }
 
 /// How long a stopped turn waits for its patch to be written.

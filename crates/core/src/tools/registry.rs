@@ -7,9 +7,8 @@
 //! name the model used; a namespaced function is found by `<namespace><name>`, which is
 //! also the flat name it has where namespaces do not exist (Chat). A tool that keeps
 //! state between calls keeps it in the thread ([`ToolState`]), never in the handler or a
-//! global, so that it lives and dies with its thread.
+//! global, so that it lives and dies with its thread (`crate::context::ToolState`).
 
-use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -19,9 +18,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::{HostedTool, ToolSpec};
+use crate::context::{TurnContext, TurnStop};
 use crate::model_family::ModelFamily;
-use crate::thread::lock;
-use crate::turn::{TurnContext, TurnStop};
+use crate::sync::lock;
 
 /// What a tool call returns to the model: text, or text and images.
 pub(crate) type ToolOutput = FunctionOutput;
@@ -373,36 +372,6 @@ impl ThreadTools {
 
     fn handlers(&self) -> Vec<Arc<dyn ToolHandler>> {
         lock(&self.added).clone()
-    }
-}
-
-/// State the thread's tools keep between calls, one value per type, created on first use
-/// and dropped with the thread.
-#[derive(Default)]
-pub(crate) struct ToolState {
-    slots: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
-}
-
-impl ToolState {
-    /// The thread's `T`, created with `T::default()` the first time it is asked for.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
-    )]
-    pub(crate) fn get<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
-        let mut slots = lock(&self.slots);
-        let slot = slots
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| Arc::new(T::default()));
-        match slot.clone().downcast::<T>() {
-            Ok(state) => state,
-            // The slot of `T`'s type id only ever holds a `T`; were it not so, start afresh.
-            Err(_) => {
-                let state = Arc::new(T::default());
-                *slot = state.clone();
-                state
-            }
-        }
     }
 }
 

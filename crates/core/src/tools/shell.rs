@@ -4,17 +4,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use deputy_protocol::{
-    ApprovalResolvedEvent, CommandExecutionItem, CommandExecutionStatus, CommandOutputDeltaEvent,
-    ExecApprovalRequest, ExecApprovalRequestEvent, ReviewDecision, ThreadEventMsg, ThreadItem,
-    WarningEvent,
+    ApprovalDecision, CommandExecutionItem, CommandExecutionStatus, CommandOutputDeltaEvent,
+    ExecApprovalRequestEvent, Question, Reply, ThreadEventMsg, ThreadItem,
 };
 
 use crate::approval::CommandApproval;
 use crate::command_safety::{known_safety, parse_command};
+use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::exec::{ExecError, ExecRequest, format_exec_output, run_command};
 use crate::safety::{ExecAssessment, ExecRequestFacts, assess_exec, offer_unsandboxed_retry};
 use crate::sandboxing;
-use crate::turn::{TurnContext, TurnStop, new_item_id};
 
 /// A command the model asked for.
 pub(super) struct ShellRequest<'a> {
@@ -119,33 +118,24 @@ async fn ask(
         }
         (reason, justification) => reason.or_else(|| justification.clone()),
     };
-    let pending = ctx.session.approvals.register(req.call_id);
-    ctx.emit(ThreadEventMsg::ExecApprovalRequest(ExecApprovalRequest {
-        item_id: item.0.id.clone(),
-        request: ExecApprovalRequestEvent {
-            call_id: req.call_id.to_string(),
-            turn_id: ctx.turn_id.clone(),
-            command: req.argv.clone(),
-            cwd: req.cwd.clone(),
-            reason,
-            parsed_cmd: item.0.parsed_cmd.clone(),
-        },
-    }));
-    let answer = pending.wait(&ctx.cancel).await;
-    ctx.emit(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
-        item_id: item.0.id.clone(),
+    let question = Question::Exec(ExecApprovalRequestEvent {
         call_id: req.call_id.to_string(),
-        decision: answer.decision,
-    }));
-    match answer.decision {
-        ReviewDecision::Approved => Ok(None),
-        ReviewDecision::ApprovedForSession => {
+        turn_id: ctx.turn_id.clone(),
+        command: req.argv.clone(),
+        cwd: req.cwd.clone(),
+        reason,
+        parsed_cmd: item.0.parsed_cmd.clone(),
+    });
+    let Reply::Decision { decision, reason } = ctx.ask(&item.0.id, question).await;
+    match decision {
+        ApprovalDecision::Approved => Ok(None),
+        ApprovalDecision::ApprovedForSession => {
             ctx.session
                 .approvals
                 .approve_command_for_session(session_approval(&ctx.config, req));
             Ok(None)
         }
-        ReviewDecision::Abort => {
+        ApprovalDecision::Abort => {
             // Not run, by the user's choice: declined, like a plain "no", before the turn ends.
             CommandItem(item.0.clone()).declined(
                 ctx,
@@ -153,18 +143,10 @@ async fn ask(
             );
             Err(TurnStop::Aborted)
         }
-        ReviewDecision::Denied | ReviewDecision::TimedOut => {
-            let text = match answer.reason {
-                Some(reason) => {
-                    ctx.emit(ThreadEventMsg::Warning(WarningEvent {
-                        message: format!("command not approved: {reason}"),
-                    }));
-                    format!("The command was not run: approval was denied ({reason}).")
-                }
-                None => "The user declined to run this command. Do not retry it; continue without it or ask the user.".to_string(),
-            };
-            Ok(Some(text))
-        }
+        ApprovalDecision::Denied | ApprovalDecision::TimedOut => Ok(Some(match reason {
+            Some(reason) => format!("The command was not run: approval was denied ({reason})."),
+            None => "The user declined to run this command. Do not retry it; continue without it or ask the user.".to_string(),
+        })),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use deputy_core::compact::{DEFAULT_COMPACT_PROMPT, SUMMARY_PREFIX};
 use deputy_core::rollout::{find_rollout, load_rollout};
-use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, legacy_events};
+use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, codex_events};
 use deputy_test_support::{MockModelServer, MockResponse, RecordedRequest, responses};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -107,10 +107,7 @@ async fn reported_usage_past_the_limit_compacts_before_the_next_request_and_the_
             if matches!(item.item, deputy_protocol::ThreadItem::ContextCompaction(_)))
         })
         .unwrap();
-    let codex: Vec<EventMsg> = legacy_events(compacted)
-        .into_iter()
-        .map(|e| e.msg)
-        .collect();
+    let codex: Vec<EventMsg> = codex_events(compacted).into_iter().map(|e| e.msg).collect();
     assert_eq!(
         codex,
         [EventMsg::ContextCompacted(
@@ -271,7 +268,7 @@ async fn a_resumed_thread_continues_from_the_compacted_history() {
 /// The `history_entry_count` of the `session_configured` after `before`.
 async fn read_turn_configured(thread: &deputy_core::Thread, before: u64) -> usize {
     let mut events = thread.subscribe(before);
-    let event = events.next().await.unwrap().unwrap();
+    let event = events.next().await.unwrap();
     match &event.msg {
         ThreadEventMsg::SessionConfigured(configured) => configured.history_entry_count,
         other => panic!("expected session_configured, got {other:?}"),

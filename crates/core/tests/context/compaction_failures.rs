@@ -1,7 +1,7 @@
 //! Compaction that cannot happen or does not help: the turn ends with an error (or is
 //! stopped), never loops, and the history stays as it was.
 
-use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, legacy_events};
+use deputy_protocol::{ContextCompactionStatus, EventMsg, ThreadEventMsg, codex_events};
 use deputy_test_support::{MockModelServer, MockResponse};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -77,7 +77,7 @@ async fn a_failed_summary_request_ends_the_turn_with_a_clear_error_and_the_threa
     assert_eq!(items[1].2, ContextCompactionStatus::Failed);
     let codex: Vec<EventMsg> = events
         .iter()
-        .flat_map(|e| legacy_events(e))
+        .flat_map(|e| codex_events(e))
         .map(|e| e.msg)
         .collect();
     assert!(
@@ -114,7 +114,6 @@ async fn an_interrupted_compaction_leaves_the_history_as_it_was() {
         let event = tokio::time::timeout(crate::WAIT, events.next())
             .await
             .expect("events in time")
-            .unwrap()
             .unwrap();
         if let ThreadEventMsg::ItemStarted(item) = &event.msg
             && matches!(item.item, deputy_protocol::ThreadItem::ContextCompaction(_))

@@ -16,10 +16,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use deputy_core::config::ConfigLayers;
-use deputy_core::driver::ApprovalRouter;
+use deputy_core::driver::{Follow, TurnObserver, follow_thread};
 use deputy_core::rollout::{list_sessions_by_creation, one_line_preview};
 use deputy_core::{ResumeError, Subscription, Thread, ThreadError, ThreadManager};
-use deputy_protocol::{InputItem, ItemEvent, ThreadEventMsg, ThreadItem, legacy_events};
+use deputy_protocol::{
+    InputItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem, codex_events,
+};
 use rmcp::model::{CallToolResult, ContentBlock, RequestId, ServerNotification};
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
@@ -27,7 +29,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::snapshot::Snapshot;
-use crate::tool_params::{
+use crate::tool_catalogue::{
     CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL, CONVERSATION_STREAM_TOOL,
     CONVERSATIONS_LIST_TOOL, ContentItemParam, ContentKind, ConversationCreateParam,
     ConversationCreateResult, ConversationSendMessageParam, ConversationSendMessageResult,
@@ -208,7 +210,7 @@ impl Conversations {
             thread.config().cwd.clone(),
         ));
         let stream = Stream {
-            router: ApprovalRouter::new(thread.clone(), approver),
+            approver,
             thread,
             peer: call.peer.clone(),
             events,
@@ -350,10 +352,11 @@ impl Conversations {
 struct Stream {
     thread: Arc<Thread>,
     peer: Peer<RoleServer>,
+    /// From the start of the thread: the snapshot, then live.
     events: Subscription,
     /// The last event that belongs to the snapshot.
     snapshot_end: u64,
-    router: ApprovalRouter<ElicitationApprover>,
+    approver: Arc<ElicitationApprover>,
     /// Cancelled when the request is cancelled (pause) or the client has gone.
     stop: CancellationToken,
     client_gone: CancellationToken,
@@ -363,7 +366,7 @@ impl Stream {
     /// Waits for the stream's `{}` result to go out (`answered`: rmcp cancels the
     /// request's token as it hands the result to the transport, and notifications sent
     /// after that follow it on the wire), then sends the snapshot, asks what waits for
-    /// approval, and follows the thread live.
+    /// an answer, and follows the thread live.
     async fn run(mut self, answered: CancellationToken) {
         tokio::select! {
             biased;
@@ -388,60 +391,66 @@ impl Stream {
                     .collect(),
             },
         };
-        if !self.send(wire::notification::<InitialState>(&params)).await {
+        let mut live = LiveEvents {
+            peer: self.peer,
+            stop: self.stop.clone(),
+            client_gone: self.client_gone,
+        };
+        if !live.send(wire::notification::<InitialState>(&params)).await {
             return;
         }
         // Questions raised while nobody streamed are asked now; their timeout starts here.
-        for request in &finished.pending_approvals {
-            self.router.observe(request);
-        }
-        loop {
-            let next = tokio::select! {
-                biased;
-                () = self.stop.cancelled() => return,
-                next = self.events.next() => next,
-            };
-            match next {
-                Some(Ok(event)) => {
-                    self.router.observe(&event);
-                    // As in the snapshot: the announcement is not a stream event.
-                    if matches!(event.msg, ThreadEventMsg::SessionConfigured(_)) {
-                        continue;
-                    }
-                    for legacy in legacy_events(&event) {
-                        let Some(notification) = wire::conversation_event(&legacy.msg) else {
-                            continue;
-                        };
-                        if !self.send(notification).await {
-                            return;
-                        }
-                    }
-                }
-                Some(Err(_lagged)) => self.events = self.events.resubscribe(),
-                // The thread has stopped.
-                None => return,
-            }
-        }
+        let follow = Follow {
+            events: self.events,
+            open_questions: finished.pending_approvals,
+        };
+        follow_thread(&self.thread, follow, self.approver, &mut live, &self.stop).await;
     }
 
     /// The conversation's events up to the moment the stream was opened.
     async fn snapshot(&mut self) -> Option<Snapshot> {
         let mut snapshot = Snapshot::default();
-        while self.events.last_seq() < self.snapshot_end {
+        loop {
             let next = tokio::select! {
                 biased;
                 () = self.stop.cancelled() => return None,
-                next = self.events.next() => next,
+                next = self.events.next_through(self.snapshot_end) => next,
             };
             match next {
-                Some(Ok(event)) => snapshot.push(&event),
-                Some(Err(_lagged)) => self.events = self.events.resubscribe(),
-                None => break,
+                Some(event) => snapshot.push(&event),
+                None => return Some(snapshot),
             }
         }
-        Some(snapshot)
     }
+}
 
+/// A stream's live part: each event as its conversation notifications.
+struct LiveEvents {
+    peer: Peer<RoleServer>,
+    stop: CancellationToken,
+    client_gone: CancellationToken,
+}
+
+impl TurnObserver for LiveEvents {
+    async fn deliver(&mut self, event: &ThreadEvent) {
+        // As in the snapshot: the announcement is not a stream event.
+        if matches!(event.msg, ThreadEventMsg::SessionConfigured(_)) {
+            return;
+        }
+        for codex in codex_events(event) {
+            let Some(notification) = wire::conversation_event(&codex.msg) else {
+                continue;
+            };
+            if !self.send(notification).await {
+                // Paused, or the client has gone: the stream ends.
+                self.stop.cancel();
+                return;
+            }
+        }
+    }
+}
+
+impl LiveEvents {
     /// Sends one notification; `false` once the stream should end (paused, client gone).
     async fn send(&self, notification: ServerNotification) -> bool {
         let sent = tokio::select! {
@@ -464,18 +473,12 @@ impl Stream {
 async fn first_user_message(thread: &Thread) -> Option<String> {
     let end = thread.last_seq();
     let mut events = thread.subscribe(0);
-    while events.last_seq() < end {
-        match events.next().await {
-            Some(Ok(event)) => {
-                if let ThreadEventMsg::ItemCompleted(ItemEvent {
-                    item: ThreadItem::UserMessage(message),
-                }) = &event.msg
-                {
-                    return Some(one_line_preview(&message.text));
-                }
-            }
-            Some(Err(_lagged)) => events = events.resubscribe(),
-            None => break,
+    while let Some(event) = events.next_through(end).await {
+        if let ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::UserMessage(message),
+        }) = &event.msg
+        {
+            return Some(one_line_preview(&message.text));
         }
     }
     None

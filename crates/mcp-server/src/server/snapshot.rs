@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use deputy_core::driver::ApprovalRequest;
+use deputy_core::driver::Asked;
 use deputy_core::exec::truncate_middle;
-use deputy_protocol::{EventMsg, FileChange, ThreadEvent, ThreadEventMsg, legacy_events};
+use deputy_protocol::{EventMsg, FileChange, ThreadEvent, ThreadEventMsg, codex_events};
 
 /// Most bytes a text field of a snapshot event keeps, the note of the cut included.
 pub(crate) const FIELD_BYTES: usize = 64 * 1024;
@@ -26,8 +26,8 @@ pub(crate) struct Snapshot {
     entries: Vec<Entry>,
     /// Items whose completed form is in the snapshot.
     completed: HashSet<String>,
-    /// Approval requests not answered (yet), in the order they were raised.
-    pending: Vec<(ApprovalRequest, Arc<ThreadEvent>)>,
+    /// Questions not answered (yet), in the order they were asked.
+    pending: Vec<Asked>,
 }
 
 #[derive(Debug)]
@@ -42,8 +42,8 @@ struct Entry {
 pub(crate) struct Finished {
     /// The Codex events, in order.
     pub(crate) events: Vec<EventMsg>,
-    /// The approval requests still waiting for an answer, in order.
-    pub(crate) pending_approvals: Vec<Arc<ThreadEvent>>,
+    /// The questions still waiting for an answer, in order.
+    pub(crate) pending_approvals: Vec<Asked>,
 }
 
 impl Snapshot {
@@ -58,22 +58,20 @@ impl Snapshot {
                 self.completed.insert(completed.item.id().to_string());
                 None
             }
-            ThreadEventMsg::ExecApprovalRequest(_) | ThreadEventMsg::PatchApprovalRequest(_) => {
-                if let Some(request) = ApprovalRequest::from_event(event) {
-                    self.pending.push((request, event.clone()));
-                }
+            ThreadEventMsg::QuestionAsked(_) => {
+                self.pending.extend(Asked::from_event(event));
                 None
             }
             ThreadEventMsg::ApprovalResolved(resolved) => {
                 self.pending
-                    .retain(|(request, _)| request.call_id() != resolved.call_id);
+                    .retain(|asked| asked.call_id() != resolved.call_id);
                 None
             }
             ThreadEventMsg::TurnComplete(_)
             | ThreadEventMsg::TurnAborted(_)
             | ThreadEventMsg::TurnFailed(_) => {
                 let ended = event.turn_id.as_deref().unwrap_or_default();
-                self.pending.retain(|(request, _)| request.turn_id != ended);
+                self.pending.retain(|asked| asked.turn_id != ended);
                 None
             }
             // A thread announces itself again when it is resumed: whatever waited
@@ -95,10 +93,10 @@ impl Snapshot {
             | ThreadEventMsg::McpStartupUpdate(_)
             | ThreadEventMsg::McpStartupComplete(_) => None,
         };
-        for legacy in legacy_events(event) {
+        for codex in codex_events(event) {
             self.entries.push(Entry {
                 delta_of: delta_of.clone(),
-                msg: bounded(legacy.msg),
+                msg: bounded(codex.msg),
             });
         }
     }
@@ -122,7 +120,7 @@ impl Snapshot {
             .collect();
         Finished {
             events,
-            pending_approvals: pending.into_iter().map(|(_, event)| event).collect(),
+            pending_approvals: pending,
         }
     }
 }
@@ -223,8 +221,8 @@ mod tests {
     use super::*;
     use deputy_protocol::{
         AgentMessageItem, CommandExecutionItem, CommandExecutionStatus, CommandOutputDeltaEvent,
-        ExecApprovalRequest, ExecApprovalRequestEvent, ExecOutputStream, ItemDeltaEvent, ItemEvent,
-        TaskCompleteEvent, ThreadItem,
+        ExecApprovalRequestEvent, ExecOutputStream, ItemDeltaEvent, ItemEvent, Question,
+        QuestionAsked, TaskCompleteEvent, ThreadItem,
     };
     use pretty_assertions::assert_eq;
 
@@ -340,16 +338,16 @@ mod tests {
             event(
                 seq,
                 turn,
-                ThreadEventMsg::ExecApprovalRequest(ExecApprovalRequest {
+                ThreadEventMsg::QuestionAsked(QuestionAsked {
                     item_id: format!("item-{call}"),
-                    request: ExecApprovalRequestEvent {
+                    question: Question::Exec(ExecApprovalRequestEvent {
                         call_id: call.into(),
                         turn_id: turn.into(),
                         command: vec!["touch".into(), "x".into()],
                         cwd: "/w".into(),
                         reason: None,
                         parsed_cmd: Vec::new(),
-                    },
+                    }),
                 }),
             )
         };
@@ -372,13 +370,17 @@ mod tests {
             ThreadEventMsg::ApprovalResolved(deputy_protocol::ApprovalResolvedEvent {
                 item_id: "item-b".into(),
                 call_id: "b".into(),
-                decision: deputy_protocol::ReviewDecision::Approved,
+                decision: deputy_protocol::ApprovalDecision::Approved,
             }),
         ));
         snapshot.push(&request(5, "now", "c"));
         let finished = snapshot.finish();
-        let pending: Vec<u64> = finished.pending_approvals.iter().map(|e| e.seq).collect();
-        assert_eq!(pending, [5]);
+        let pending: Vec<&str> = finished
+            .pending_approvals
+            .iter()
+            .map(Asked::call_id)
+            .collect();
+        assert_eq!(pending, ["c"]);
         assert_eq!(
             kinds(&finished.events),
             [

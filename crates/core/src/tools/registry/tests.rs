@@ -13,6 +13,7 @@ use super::*;
 use crate::ThreadManager;
 use crate::client::{FreeformTool, FunctionTool, Grammar, NamespaceTool};
 use crate::config::ConfigLayers;
+use crate::context::ToolState;
 use crate::rollout::SessionSource;
 
 const PNG_URL: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==";

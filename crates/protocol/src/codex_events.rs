@@ -7,12 +7,12 @@ use crate::{
     ContextCompactedEvent, ContextCompactionStatus, DeltaEvent, Event, EventMsg,
     ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandStatus,
     ExitedReviewModeEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
-    PatchApplyEndStatus, PatchApplyStatus, ThreadEvent, ThreadEventMsg, ThreadItem, UpdatePlanArgs,
-    UserMessageEvent,
+    PatchApplyEndStatus, PatchApplyStatus, Question, ThreadEvent, ThreadEventMsg, ThreadItem,
+    UpdatePlanArgs, UserMessageEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
-pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
+pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
     let turn_id = event.turn_id.clone().unwrap_or_default();
     let msgs: Vec<EventMsg> = match &event.msg {
         ThreadEventMsg::SessionConfigured(e) => vec![EventMsg::SessionConfigured(e.clone())],
@@ -126,12 +126,12 @@ pub fn legacy_events(event: &ThreadEvent) -> Vec<Event> {
                 },
             )]
         }
-        ThreadEventMsg::ExecApprovalRequest(r) => {
-            vec![EventMsg::ExecApprovalRequest(r.request.clone())]
-        }
-        ThreadEventMsg::PatchApprovalRequest(r) => {
-            vec![EventMsg::ApplyPatchApprovalRequest(r.request.clone())]
-        }
+        ThreadEventMsg::QuestionAsked(asked) => match &asked.question {
+            Question::Exec(q) => vec![EventMsg::ExecApprovalRequest(q.clone())],
+            Question::Patch(q) => vec![EventMsg::ApplyPatchApprovalRequest(q.clone())],
+            // Codex has no event for it: each front door asks it through its approver.
+            Question::McpToolCall(_) => Vec::new(),
+        },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
         ThreadEventMsg::TokenCount(e) => vec![EventMsg::TokenCount(e.clone())],
@@ -291,8 +291,8 @@ mod tests {
         let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
             item: command(CommandExecutionStatus::InProgress, false),
         }));
-        assert!(legacy_events(&started).is_empty());
-        let running = legacy_events(&event(ThreadEventMsg::ItemUpdated(ItemEvent {
+        assert!(codex_events(&started).is_empty());
+        let running = codex_events(&event(ThreadEventMsg::ItemUpdated(ItemEvent {
             item: command(CommandExecutionStatus::InProgress, true),
         })));
         assert_eq!(kinds(&running), ["exec_command_begin"]);
@@ -301,7 +301,7 @@ mod tests {
             unreachable!()
         };
         assert_eq!(begin.turn_id, "turn-1");
-        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
+        let done = codex_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
             item: command(CommandExecutionStatus::Completed, true),
         })));
         assert_eq!(kinds(&done), ["exec_command_end"]);
@@ -309,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_declined_command_opens_and_closes_its_entry_and_an_interrupted_wait_has_none() {
-        let declined = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
+        let declined = codex_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
             item: command(CommandExecutionStatus::Declined, false),
         })));
         assert_eq!(kinds(&declined), ["exec_command_begin", "exec_command_end"]);
@@ -320,7 +320,7 @@ mod tests {
         let cut_short = event(ThreadEventMsg::ItemCompleted(ItemEvent {
             item: command(CommandExecutionStatus::Failed, false),
         }));
-        assert!(legacy_events(&cut_short).is_empty());
+        assert!(codex_events(&cut_short).is_empty());
     }
 
     #[test]
@@ -334,12 +334,12 @@ mod tests {
         let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
             item: item(ContextCompactionStatus::InProgress),
         }));
-        assert!(legacy_events(&started).is_empty());
+        assert!(codex_events(&started).is_empty());
         let failed = event(ThreadEventMsg::ItemCompleted(ItemEvent {
             item: item(ContextCompactionStatus::Failed),
         }));
-        assert!(legacy_events(&failed).is_empty(), "nothing was compacted");
-        let done = legacy_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
+        assert!(codex_events(&failed).is_empty(), "nothing was compacted");
+        let done = codex_events(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
             item: item(ContextCompactionStatus::Completed),
         })));
         assert_eq!(done.len(), 1);
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn turn_ends_map_to_codex_turn_ends() {
-        let failed = legacy_events(&event(ThreadEventMsg::TurnFailed(crate::ErrorEvent::new(
+        let failed = codex_events(&event(ThreadEventMsg::TurnFailed(crate::ErrorEvent::new(
             "boom",
         ))));
         assert_eq!(kinds(&failed), ["error"]);

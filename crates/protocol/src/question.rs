@@ -1,0 +1,111 @@
+//! What the engine asks a person before it goes on, and the reply.
+//!
+//! Every question a turn waits on is a [`Question`]: the engine publishes it as a
+//! `QuestionAsked` event about one item, each front door's approver matches it
+//! exhaustively and asks in its own way, and the answer comes back as one op,
+//! `Op::Answer`, carrying a [`Reply`]. A new kind of question is a new variant here:
+//! every door then fails to compile until it says how it asks it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ApplyPatchApprovalRequestEvent, ApprovalDecision, ExecApprovalRequestEvent};
+
+/// A question a turn waits on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Question {
+    /// May this command run?
+    Exec(ExecApprovalRequestEvent),
+    /// May this patch be applied?
+    Patch(ApplyPatchApprovalRequestEvent),
+    /// May this tool of an MCP server be called?
+    McpToolCall(McpToolCallApprovalRequest),
+}
+
+impl Question {
+    /// The model's tool call id the turn waits on; `Op::Answer` names it.
+    pub fn call_id(&self) -> &str {
+        match self {
+            Self::Exec(q) => &q.call_id,
+            Self::Patch(q) => &q.call_id,
+            Self::McpToolCall(q) => &q.call_id,
+        }
+    }
+
+    /// The turn asking.
+    pub fn turn_id(&self) -> &str {
+        match self {
+            Self::Exec(q) => &q.turn_id,
+            Self::Patch(q) => &q.turn_id,
+            Self::McpToolCall(q) => &q.turn_id,
+        }
+    }
+
+    /// What is asked about, in a few words ("command", "patch", …), for messages.
+    pub fn subject(&self) -> &'static str {
+        match self {
+            Self::Exec(_) => "command",
+            Self::Patch(_) => "patch",
+            Self::McpToolCall(_) => "MCP tool call",
+        }
+    }
+}
+
+/// Whether a tool of an MCP server may be called (MCP servers run outside the sandbox).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpToolCallApprovalRequest {
+    /// The model's tool call id.
+    pub call_id: String,
+    /// The turn's id.
+    pub turn_id: String,
+    /// The server, as named in the configuration.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments the model passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+    /// Why approval is needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The answer to a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    /// A decision: the user's, or one the front door or the driver made for them, with
+    /// the reason when nobody actually decided (a timeout, a client unable to ask…).
+    Decision {
+        /// The decision.
+        decision: ApprovalDecision,
+        /// Why it was decided without the user, if so.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+impl Reply {
+    /// The user's own decision.
+    pub fn decided(decision: ApprovalDecision) -> Self {
+        Self::Decision {
+            decision,
+            reason: None,
+        }
+    }
+
+    /// A refusal made for the user, saying why.
+    pub fn denied(reason: impl Into<String>) -> Self {
+        Self::Decision {
+            decision: ApprovalDecision::Denied,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// The decision this reply stands for.
+    pub fn decision(&self) -> ApprovalDecision {
+        match self {
+            Self::Decision { decision, .. } => *decision,
+        }
+    }
+}
