@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use deputy_test_support::{MockModelServer, MockResponse};
+use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -167,32 +167,26 @@ fn server_everything_over_streamable_http_answers_tools_and_resources_in_the_nex
     everything_round_trip(&server, &home);
 }
 
-/// `server-filesystem` takes the directories it may touch from its client's roots when the
-/// client offers them: deputy answers `roots/list` with the thread's workspace, which then
-/// replaces the directory on its command line.
 #[test]
-fn server_filesystem_works_in_the_roots_deputy_answers_and_nowhere_else() {
+fn server_filesystem_reads_and_writes_where_allowed_and_nowhere_else() {
     let filesystem = reference_servers().filesystem();
     let server = MockModelServer::start();
-    let command_line_dir = tempfile::tempdir().expect("tempdir");
-    let outside = command_line_dir
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let outside = elsewhere
         .path()
         .canonicalize()
         .expect("canonical tempdir")
         .join("outside.txt");
     fs::write(&outside, "not for the model\n").expect("write outside");
-    let home = home_with(
-        &server,
-        &format!(
-            "[mcp_servers.files]\ncommand = \"node\"\nargs = [{}, {}]\n",
-            toml_str(&filesystem.display().to_string()),
-            toml_str(&command_line_dir.path().display().to_string())
-        ),
-    );
-    let workspace = home
-        .workspace()
-        .canonicalize()
-        .expect("canonical workspace");
+    let home = TestHome::new(&server.base_url());
+    let workspace = home.workspace().canonicalize().expect("canonical workspace");
+    // The workspace on the command line and in the roots deputy answers: the server allows
+    // it whether or not it has applied the roots when the first call arrives.
+    home.append_config(&format!(
+        "[mcp_servers.files]\ncommand = \"node\"\nargs = [{}, {}]\n",
+        toml_str(&filesystem.display().to_string()),
+        toml_str(&workspace.display().to_string())
+    ));
     fs::write(workspace.join("notes.txt"), "the answer is 42\n").expect("write notes");
     let written = workspace.join("written.txt");
     server.push_all([
@@ -236,4 +230,34 @@ fn server_filesystem_works_in_the_roots_deputy_answers_and_nowhere_else() {
     let calls = completed_mcp_calls(&events);
     assert_eq!(calls.len(), 3, "{}", run.stdout);
     assert_eq!(calls[1]["status"], "completed", "{calls:?}");
+}
+
+/// `roots/list` answers the thread's workspace (server-everything asks when its
+/// `get-roots-list` tool is called and reports what it was told).
+#[test]
+fn roots_list_answers_the_thread_workspace() {
+    let everything = reference_servers().everything();
+    let server = MockModelServer::start();
+    let home = home_with(
+        &server,
+        &format!(
+            "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n",
+            toml_str(&everything.display().to_string())
+        ),
+    );
+    server.push_all([
+        namespaced_call_turn("call-roots", "mcp__everything__", "get-roots-list", json!({})),
+        MockResponse::text_turn("Listed."),
+    ]);
+
+    let run = exec(&home, &["--json", "which roots?"]);
+
+    run.assert_code(0);
+    let requests = all_requests(&server, 2);
+    let roots = output_for(&requests[1], "call-roots");
+    let workspace = home.workspace().canonicalize().expect("canonical workspace");
+    assert!(
+        roots.contains(&format!("URI: file://{}", workspace.display())),
+        "{roots}"
+    );
 }
