@@ -1,6 +1,7 @@
 //! deputy as an MCP client: the real binary, configured with `[mcp_servers]`, offering the
 //! tools of real MCP servers to a scripted model and carrying their results back.
 //!
+//! - `approvals`: which calls ask first, through the MCP front door and the app-server;
 //! - `reference_servers`: the reference servers (`server-everything` over stdio and
 //!   Streamable HTTP, `server-filesystem`), installed by the test command;
 //! - `faults`: servers that never start, crash, hang or are required and fail.
@@ -13,6 +14,8 @@
 
 mod common;
 
+#[path = "mcp_client/approvals.rs"]
+mod approvals;
 #[path = "mcp_client/reference_servers.rs"]
 mod reference_servers;
 

@@ -179,7 +179,10 @@ fn server_filesystem_reads_and_writes_where_allowed_and_nowhere_else() {
         .join("outside.txt");
     fs::write(&outside, "not for the model\n").expect("write outside");
     let home = TestHome::new(&server.base_url());
-    let workspace = home.workspace().canonicalize().expect("canonical workspace");
+    let workspace = home
+        .workspace()
+        .canonicalize()
+        .expect("canonical workspace");
     // The workspace on the command line and in the roots deputy answers: the server allows
     // it whether or not it has applied the roots when the first call arrives.
     home.append_config(&format!(
@@ -246,7 +249,12 @@ fn roots_list_answers_the_thread_workspace() {
         ),
     );
     server.push_all([
-        namespaced_call_turn("call-roots", "mcp__everything__", "get-roots-list", json!({})),
+        namespaced_call_turn(
+            "call-roots",
+            "mcp__everything__",
+            "get-roots-list",
+            json!({}),
+        ),
         MockResponse::text_turn("Listed."),
     ]);
 
@@ -255,7 +263,10 @@ fn roots_list_answers_the_thread_workspace() {
     run.assert_code(0);
     let requests = all_requests(&server, 2);
     let roots = output_for(&requests[1], "call-roots");
-    let workspace = home.workspace().canonicalize().expect("canonical workspace");
+    let workspace = home
+        .workspace()
+        .canonicalize()
+        .expect("canonical workspace");
     assert!(
         roots.contains(&format!("URI: file://{}", workspace.display())),
         "{roots}"

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use super::server::{CallError, McpServer};
 use crate::client::{FunctionTool, ToolSpec};
+use crate::context::{TurnContext, TurnStop};
 use crate::exec::truncate_middle;
 use crate::tools::{ToolCall, ToolHandler};
-use crate::context::{TurnContext, TurnStop};
 
 /// Which of the three tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,9 +23,9 @@ use super::output::tool_output;
 use super::schema::sanitize_input_schema;
 use super::server::{CallError, McpServer};
 use crate::client::{FunctionTool, NamespaceTool, ToolSpec};
+use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::sync::lock;
 use crate::tools::{ToolCall, ToolHandler};
-use crate::context::{TurnContext, TurnStop, new_item_id};
 
 /// One server's tools, for the model.
 pub(crate) struct ServerTools {
