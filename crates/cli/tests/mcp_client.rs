@@ -16,6 +16,8 @@ mod common;
 
 #[path = "mcp_client/approvals.rs"]
 mod approvals;
+#[path = "mcp_client/faults.rs"]
+mod faults;
 #[path = "mcp_client/reference_servers.rs"]
 mod reference_servers;
 
