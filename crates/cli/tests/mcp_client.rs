@@ -4,6 +4,7 @@
 //! - `approvals`: which calls ask first, through the MCP front door and the app-server;
 //! - `reference_servers`: the reference servers (`server-everything` over stdio and
 //!   Streamable HTTP, `server-filesystem`), installed by the test command;
+//! - `mcp_command`: `deputy mcp list|get|add|remove`;
 //! - `faults`: servers that never start, crash, hang or are required and fail.
 
 #![allow(
@@ -18,6 +19,8 @@ mod common;
 mod approvals;
 #[path = "mcp_client/faults.rs"]
 mod faults;
+#[path = "mcp_client/mcp_command.rs"]
+mod mcp_command;
 #[path = "mcp_client/reference_servers.rs"]
 mod reference_servers;
 

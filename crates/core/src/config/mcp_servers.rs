@@ -201,7 +201,7 @@ fn seconds(key: &str, secs: f64) -> Result<Duration, String> {
 }
 
 /// Whether `name` can name a server: the tool names the model sees are built from it.
-pub(super) fn check_server_name(name: &str) -> Result<(), String> {
+pub fn check_server_name(name: &str) -> Result<(), String> {
     if !name.is_empty()
         && name
             .chars()

@@ -22,6 +22,7 @@ use crate::exec_env::ShellEnvironmentPolicy;
 
 pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
+    check_server_name as check_mcp_server_name,
 };
 pub use model_list::{ConfiguredModel, configured_models};
 pub use overrides::{json_to_toml, parse_cli_override};
