@@ -361,6 +361,10 @@ pub(crate) fn permission_tool_call(asked: &Asked) -> ToolCallUpdate {
                 .content(content)
                 .raw_input(patch_input(&patch.changes))
         }
+        Question::McpElicitation(form) => ToolCallUpdateFields::new()
+            .title(format!("{} asks", form.server))
+            .kind(ToolKind::Other)
+            .content(vec![text_content(&form.message)]),
         Question::McpToolCall(call) => {
             let mut fields = ToolCallUpdateFields::new()
                 .title(format!("{}: {}", call.server, call.tool))

@@ -5,6 +5,7 @@
 //! - `reference_servers`: the reference servers (`server-everything` over stdio and
 //!   Streamable HTTP, `server-filesystem`), installed by the test command;
 //! - `mcp_command`: `deputy mcp list|get|add|remove`;
+//! - `elicitation`: a server's form relayed to deputy's client (the Python MCP SDK);
 //! - `faults`: servers that never start, crash, hang or are required and fail.
 
 #![allow(
@@ -17,6 +18,8 @@ mod common;
 
 #[path = "mcp_client/approvals.rs"]
 mod approvals;
+#[path = "mcp_client/elicitation.rs"]
+mod elicitation;
 #[path = "mcp_client/faults.rs"]
 mod faults;
 #[path = "mcp_client/mcp_command.rs"]

@@ -130,7 +130,7 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             Question::Exec(q) => vec![EventMsg::ExecApprovalRequest(q.clone())],
             Question::Patch(q) => vec![EventMsg::ApplyPatchApprovalRequest(q.clone())],
             // Codex has no event for it: each front door asks it through its approver.
-            Question::McpToolCall(_) => Vec::new(),
+            Question::McpToolCall(_) | Question::McpElicitation(_) => Vec::new(),
         },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],

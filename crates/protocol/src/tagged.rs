@@ -182,6 +182,9 @@ mod tests {
                 "turn_id": "u1", "changes": {"/w/a.txt": {"type": "delete", "content": "x"}}}),
             json!({"type": "mcp_tool_call_approval_request", "item_id": "i6", "call_id": "c6",
                 "turn_id": "u1", "server": "docs", "tool": "search", "arguments": {"q": "x"}}),
+            json!({"type": "mcp_elicitation_request", "item_id": "i6", "call_id": "c6",
+                "turn_id": "u1", "server": "docs", "message": "Your name?",
+                "requested_schema": {"type": "object", "properties": {}}}),
             json!({"type": "approval_resolved", "item_id": "i4", "call_id": "c4",
                 "decision": "approved"}),
             json!({"type": "turn_diff", "unified_diff": "--- a\n+++ b\n"}),
@@ -245,6 +248,7 @@ mod tests {
                 crate::Question::Exec(_) => 8,
                 crate::Question::Patch(_) => 9,
                 crate::Question::McpToolCall(_) => 19,
+                crate::Question::McpElicitation(_) => 22,
             },
             ThreadEventMsg::ApprovalResolved(_) => 10,
             ThreadEventMsg::TurnDiff(_) => 11,
@@ -286,7 +290,7 @@ mod tests {
 
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadEventMsg>(events(), event_kind, 22);
+        reads_back::<ThreadEventMsg>(events(), event_kind, 23);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! server asks for (elicitation), relayed to deputy's own client.
 
 use deputy_protocol::{
-    ApprovalDecision, McpToolCallApprovalRequest, McpToolCallItem, Question, Reply,
+    ApprovalDecision, FormAction, McpElicitationRequest, McpToolCallApprovalRequest,
+    McpToolCallItem, Question,
 };
-use rmcp::model::{ElicitRequestParams, ElicitResult};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 
 use crate::context::{TurnContext, TurnStop};
 
@@ -33,7 +34,7 @@ pub(crate) async fn ask(ctx: &TurnContext, item: &McpToolCallItem) -> Result<Ver
             "MCP servers run outside deputy's sandbox, and this tool may change things".into(),
         ),
     });
-    let Reply::Decision { decision, reason } = ctx.ask(&item.id, question).await;
+    let (decision, reason) = ctx.ask(&item.id, question).await.into_decision();
     match decision {
         ApprovalDecision::Approved => Ok(Verdict::Approved),
         ApprovalDecision::ApprovedForSession => Ok(Verdict::ApprovedForSession),
@@ -51,11 +52,36 @@ pub(crate) async fn ask(ctx: &TurnContext, item: &McpToolCallItem) -> Result<Ver
     }
 }
 
-/// Relays a server's request for input to the user; `None` when nobody can answer.
+/// Relays a server's request for input, made while the call of `item` runs, to the user
+/// and returns the answer. Only forms are relayed (deputy announces no URL elicitations).
 pub(crate) async fn elicit(
-    _ctx: &TurnContext,
-    _server: &str,
-    _request: ElicitRequestParams,
-) -> Option<ElicitResult> {
-    None
+    ctx: &TurnContext,
+    item: &McpToolCallItem,
+    request: ElicitRequestParams,
+) -> ElicitResult {
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return ElicitResult::new(ElicitationAction::Decline);
+    };
+    let question = Question::McpElicitation(McpElicitationRequest {
+        call_id: item.call_id.clone(),
+        turn_id: ctx.turn_id.clone(),
+        server: item.server.clone(),
+        message,
+        requested_schema: serde_json::to_value(&requested_schema).unwrap_or_default(),
+    });
+    let (action, content) = ctx.ask(&item.id, question).await.into_form();
+    let mut result = ElicitResult::new(match action {
+        FormAction::Accept => ElicitationAction::Accept,
+        FormAction::Decline => ElicitationAction::Decline,
+        FormAction::Cancel => ElicitationAction::Cancel,
+    });
+    if action == FormAction::Accept {
+        result.content = content;
+    }
+    result
 }

@@ -12,7 +12,7 @@ use deputy_protocol::{
     ThreadItem,
 };
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolResult, ElicitResult, ElicitationAction, JsonObject, Tool};
+use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -174,7 +174,7 @@ impl ToolHandler for ServerTools {
             item.started = true;
             ctx.item_updated(ThreadItem::McpToolCall(item.clone()));
             let start = Instant::now();
-            let outcome = self.run(ctx, &tool.name, arguments).await;
+            let outcome = self.run(ctx, &item, arguments).await;
             item.duration = Some(start.elapsed());
             let output = match outcome {
                 Ok(result) => {
@@ -205,7 +205,7 @@ impl ServerTools {
     async fn run(
         &self,
         ctx: &TurnContext,
-        tool: &str,
+        item: &McpToolCallItem,
         arguments: Option<JsonObject>,
     ) -> Result<McpToolCallResult, String> {
         let timeout = self.server.config.tool_timeout;
@@ -214,7 +214,7 @@ impl ServerTools {
         let id = links.next_id();
         links.add_asker(id, asker);
         let _asking = AskerGuard { links, id };
-        let call = self.server.call_tool(tool, arguments);
+        let call = self.server.call_tool(&item.tool, arguments);
         tokio::pin!(call);
         let mut deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -236,9 +236,7 @@ impl ServerTools {
                 }
                 Some(question) = questions.recv() => {
                     let asked = tokio::time::Instant::now();
-                    let answer = super::approval::elicit(ctx, &self.server.name, question.request)
-                        .await
-                        .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel));
+                    let answer = super::approval::elicit(ctx, item, question.request).await;
                     deadline += asked.elapsed();
                     let _ = question.reply.send(answer);
                 }
