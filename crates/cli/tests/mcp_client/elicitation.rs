@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use deputy_test_support::{MockModelServer, MockResponse, python_with_mcp, run_with_deadline};
+use deputy_test_support::{
+    MockModelServer, MockResponse, StdioClient, python_with_mcp, run_with_deadline,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -72,4 +74,66 @@ fn a_form_from_server_everything_is_answered_by_the_python_sdk_client() {
     let requests = all_requests(&model, 2);
     let answered = output_for(&requests[1], "c-form");
     assert!(answered.contains("- Name: Ada Lovelace"), "{answered}");
+}
+
+#[test]
+fn a_form_from_server_everything_reaches_an_app_server_client_and_its_answer_goes_back() {
+    let everything = reference_servers().everything();
+    let model = MockModelServer::start();
+    let home = home_with(
+        &model,
+        &format!(
+            "[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n",
+            toml_str(&everything.display().to_string())
+        ),
+    );
+    model.push_all([
+        namespaced_call_turn(
+            "c-form",
+            "mcp__everything__",
+            "trigger-elicitation-request",
+            json!({}),
+        ),
+        MockResponse::text_turn("Thanks, Grace."),
+    ]);
+    let mut command = home.command(DEPUTY);
+    command.arg("app-server");
+    let client = StdioClient::spawn(command);
+    let wait = Duration::from_secs(30);
+    let id = client.request(
+        "initialize",
+        json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
+    );
+    client.wait_response(id, wait).unwrap_or_else(|e| panic!("{e}"));
+    client.notify("initialized", Value::Null);
+    let id = client.request("thread/start", json!({}));
+    let started = client.wait_response(id, wait).unwrap_or_else(|e| panic!("{e}"));
+    let thread_id = started["result"]["thread"]["id"].clone();
+    let id = client.request(
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "ask for my name"}]}),
+    );
+    client.wait_response(id, wait).unwrap_or_else(|e| panic!("{e}"));
+
+    let question = client
+        .wait_for(
+            |m| m.get("id").is_some() && m["method"] == "mcpServer/elicitation/request",
+            wait,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let params = &question["params"];
+    assert_eq!(params["serverName"], "everything", "{params}");
+    assert_eq!(params["message"], "Please provide inputs for the following fields:");
+    assert_eq!(params["requestedSchema"]["properties"]["name"]["type"], "string");
+    client.respond(
+        question["id"].clone(),
+        json!({"action": "accept", "content": {"name": "Grace Hopper"}}),
+    );
+    client
+        .wait_for(|m| m["method"] == "turn/completed", wait)
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let requests = all_requests(&model, 2);
+    let answered = output_for(&requests[1], "c-form");
+    assert!(answered.contains("- Name: Grace Hopper"), "{answered}");
 }
