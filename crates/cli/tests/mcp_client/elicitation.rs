@@ -104,16 +104,22 @@ fn a_form_from_server_everything_reaches_an_app_server_client_and_its_answer_goe
         "initialize",
         json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
     );
-    client.wait_response(id, wait).unwrap_or_else(|e| panic!("{e}"));
+    client
+        .wait_response(id, wait)
+        .unwrap_or_else(|e| panic!("{e}"));
     client.notify("initialized", Value::Null);
     let id = client.request("thread/start", json!({}));
-    let started = client.wait_response(id, wait).unwrap_or_else(|e| panic!("{e}"));
+    let started = client
+        .wait_response(id, wait)
+        .unwrap_or_else(|e| panic!("{e}"));
     let thread_id = started["result"]["thread"]["id"].clone();
     let id = client.request(
         "turn/start",
         json!({"threadId": thread_id, "input": [{"type": "text", "text": "ask for my name"}]}),
     );
-    client.wait_response(id, wait).unwrap_or_else(|e| panic!("{e}"));
+    client
+        .wait_response(id, wait)
+        .unwrap_or_else(|e| panic!("{e}"));
 
     let question = client
         .wait_for(
@@ -123,8 +129,14 @@ fn a_form_from_server_everything_reaches_an_app_server_client_and_its_answer_goe
         .unwrap_or_else(|e| panic!("{e}"));
     let params = &question["params"];
     assert_eq!(params["serverName"], "everything", "{params}");
-    assert_eq!(params["message"], "Please provide inputs for the following fields:");
-    assert_eq!(params["requestedSchema"]["properties"]["name"]["type"], "string");
+    assert_eq!(
+        params["message"],
+        "Please provide inputs for the following fields:"
+    );
+    assert_eq!(
+        params["requestedSchema"]["properties"]["name"]["type"],
+        "string"
+    );
     client.respond(
         question["id"].clone(),
         json!({"action": "accept", "content": {"name": "Grace Hopper"}}),

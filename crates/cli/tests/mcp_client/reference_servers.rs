@@ -272,3 +272,38 @@ fn roots_list_answers_the_thread_workspace() {
         "{roots}"
     );
 }
+
+/// deputy's own MCP server as the MCP server of a deputy thread: the inner deputy runs a
+/// turn of its own against the same model server, and its answer is the tool's result.
+#[test]
+fn deputy_itself_serves_a_deputy_thread() {
+    let server = MockModelServer::start();
+    let home = home_with(
+        &server,
+        &format!(
+            "[mcp_servers.inner]\ncommand = {}\nargs = [\"mcp-server\"]\n\
+             env_vars = [\"DEPUTY_HOME\"]\n",
+            toml_str(crate::common::DEPUTY)
+        ),
+    );
+    server.push_all([
+        namespaced_call_turn(
+            "c-inner",
+            "mcp__inner__",
+            "codex",
+            json!({"prompt": "inner task"}),
+        ),
+        MockResponse::text_turn("inner answer"),
+        MockResponse::text_turn("outer done"),
+    ]);
+
+    let run = exec(&home, &["--json", "delegate to the inner deputy"]);
+
+    run.assert_code(0);
+    let requests = all_requests(&server, 3);
+    let inner_prompt = requests[1].body["input"].to_string();
+    assert!(inner_prompt.contains("inner task"), "{inner_prompt}");
+    let output = output_for(&requests[2], "c-inner");
+    assert!(output.contains("inner answer"), "{output}");
+    assert!(run.stdout.contains("outer done"), "{}", run.stdout);
+}
