@@ -5,6 +5,7 @@ mod concurrency;
 mod event_latency;
 mod flood;
 mod idle_memory;
+mod mcp_tool;
 pub mod model;
 mod patch;
 mod resume;
@@ -20,7 +21,7 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
@@ -30,6 +31,7 @@ pub const NAMES: [&str; 9] = [
     "output-flood",
     "resume",
     "patch",
+    "mcp-tool-call",
 ];
 
 /// How long the handshake may take, start-up included.
@@ -66,6 +68,7 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
         "output-flood" => Box::new(flood::OutputFlood),
         "resume" => Box::new(resume::Resume::default()),
         "patch" => Box::new(patch::Patch::default()),
+        "mcp-tool-call" => Box::new(mcp_tool::McpToolCall),
         _ => return None,
     })
 }

@@ -235,3 +235,50 @@ fn no_mcp_server_survives_sigterm_of_deputy() {
 fn no_mcp_server_survives_sigkill_of_deputy() {
     killed_mid_turn(libc::SIGKILL);
 }
+
+#[test]
+fn dash_c_overrides_a_server_like_any_other_key_and_enabled_tools_filters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let off_pids = dir.path().join("off-pids");
+    let on_pids = dir.path().join("on-pids");
+    let server = MockModelServer::start();
+    let home = home_with(
+        &server,
+        &format!(
+            "{}{}",
+            fault_config("off", "normal", &off_pids, ""),
+            fault_config("on", "normal", &on_pids, "enabled_tools = [\"pid\"]\n")
+        ),
+    );
+    server.push(MockResponse::text_turn("Looked."));
+
+    let run = exec(
+        &home,
+        &[
+            "-c",
+            "mcp_servers.off.enabled=false",
+            "--json",
+            "what tools are there?",
+        ],
+    );
+
+    run.assert_code(0);
+    let requests = all_requests(&server, 1);
+    let tools = requests[0].body["tools"].as_array().expect("tools").clone();
+    assert!(
+        !tools.iter().any(|t| t["name"] == "mcp__off__"),
+        "a disabled server is offered"
+    );
+    assert!(pids(&off_pids).is_empty(), "a disabled server was started");
+    let on = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__on__")
+        .unwrap_or_else(|| panic!("mcp__on__ not offered: {tools:?}"));
+    let offered: Vec<&str> = on["tools"]
+        .as_array()
+        .expect("namespace tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(offered, ["pid"]);
+}

@@ -307,3 +307,51 @@ fn deputy_itself_serves_a_deputy_thread() {
     assert!(output.contains("inner answer"), "{output}");
     assert!(run.stdout.contains("outer done"), "{}", run.stdout);
 }
+
+/// On Chat Completions there are no namespaces: the tool is `mcp__everything__echo`.
+#[test]
+fn on_chat_providers_the_tools_have_flat_names() {
+    let everything = reference_servers().everything();
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let config = crate::common::with_provider_key(
+        &TestHome::default_config(&server.base_url()),
+        "wire_api",
+        "\"chat\"",
+    );
+    home.write_config(&format!(
+        "{config}[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n",
+        toml_str(&everything.display().to_string())
+    ));
+    server.push_all([
+        MockResponse::chat_tool_call_turn(
+            "c-echo",
+            "mcp__everything__echo",
+            json!({"message": "flat"}),
+        ),
+        MockResponse::chat_text_turn("Echoed."),
+    ]);
+
+    let run = exec(&home, &["echo on chat"]);
+
+    run.assert_code(0);
+    let requests = all_requests(&server, 2);
+    let names: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"mcp__everything__echo"), "{names:?}");
+    let tool_message = requests[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "c-echo")
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool message: {}", requests[1].body));
+    assert!(
+        tool_message["content"].to_string().contains("Echo: flat"),
+        "{tool_message}"
+    );
+}
