@@ -52,6 +52,7 @@ mod hostile_repository;
 mod mock_server;
 mod node_env;
 mod process_memory;
+pub mod processes;
 mod python_env;
 mod python_sdks;
 pub mod random_input;
