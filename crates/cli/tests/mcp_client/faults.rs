@@ -5,8 +5,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use deputy_test_support::processes::{poll_until, stops_within};
 use deputy_test_support::{MockModelServer, MockResponse, TestHome, responses};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -38,24 +39,16 @@ fn pids(pidfile: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// Whether `pid` is a live process (a zombie counts as gone).
-fn alive(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
-}
-
 /// Fails unless every pid in `pidfile` is gone within a few seconds (the containment's
 /// grace periods); kills the survivors so they do not outlive the test.
 fn assert_all_gone(pidfile: &Path) {
     let pids = pids(pidfile);
     assert!(!pids.is_empty(), "the server never started");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pids.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let survivors: Vec<i32> = pids.iter().copied().filter(|pid| alive(*pid)).collect();
+    let survivors: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|pid| !stops_within(*pid, Duration::from_secs(10)))
+        .collect();
     for pid in &survivors {
         // SAFETY: kill(2) has no memory-safety preconditions.
         unsafe { libc::kill(*pid, libc::SIGKILL) };
@@ -208,13 +201,11 @@ fn killed_mid_turn(sig: i32) {
     server
         .wait_for_requests(1, Duration::from_secs(30))
         .unwrap_or_else(|err| panic!("{err}"));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pids(&pidfile).len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(
-        pids(&pidfile).len(),
-        2,
+    let started = poll_until(Duration::from_secs(10), || {
+        (pids(&pidfile).len() == 2).then_some(())
+    });
+    assert!(
+        started.is_some(),
         "the server and its child are not running"
     );
 
