@@ -81,7 +81,10 @@ fn model_output(model: &MockModelServer, call_id: &str) -> String {
 
 /// `deputy mcp-server` under `policy`: answers each question with `answers` (by call id,
 /// in the order they come), checks every other call ran unasked.
-fn through_mcp_front_door(policy: &str, answers: &[(&str, &str)]) -> (TestHome, MockModelServer) {
+fn through_mcp_front_door(
+    policy: &str,
+    answers: &[(&str, &str)],
+) -> (TestHome, MockModelServer, Vec<Value>) {
     let model = MockModelServer::start();
     let home = home(&model, policy);
     script_read_then_write(&model, &home);
@@ -131,7 +134,12 @@ fn through_mcp_front_door(policy: &str, answers: &[(&str, &str)]) -> (TestHome, 
         "{}",
         model_output(&model, "c-read")
     );
-    (home, model)
+    let events = client
+        .notifications("codex/event")
+        .into_iter()
+        .map(|n| n["params"]["msg"].clone())
+        .collect();
+    (home, model, events)
 }
 
 fn written(home: &TestHome) -> Option<String> {
@@ -140,7 +148,7 @@ fn written(home: &TestHome) -> Option<String> {
 
 #[test]
 fn untrusted_asks_for_every_mcp_call_even_read_only_ones() {
-    let (home, _) = through_mcp_front_door(
+    let (home, _, _) = through_mcp_front_door(
         "untrusted",
         &[("c-read", "approved"), ("c-write", "approved")],
     );
@@ -149,25 +157,58 @@ fn untrusted_asks_for_every_mcp_call_even_read_only_ones() {
 
 #[test]
 fn on_request_asks_only_for_tools_not_marked_read_only() {
-    let (home, _) = through_mcp_front_door("on-request", &[("c-write", "approved")]);
+    let (home, _, _) = through_mcp_front_door("on-request", &[("c-write", "approved")]);
     assert_eq!(written(&home).as_deref(), Some("written\n"));
 }
 
 #[test]
 fn on_failure_asks_only_for_tools_not_marked_read_only() {
-    let (home, _) = through_mcp_front_door("on-failure", &[("c-write", "approved")]);
+    let (home, _, _) = through_mcp_front_door("on-failure", &[("c-write", "approved")]);
     assert_eq!(written(&home).as_deref(), Some("written\n"));
 }
 
 #[test]
 fn never_asks_for_no_mcp_call() {
-    let (home, _) = through_mcp_front_door("never", &[]);
+    let (home, _, _) = through_mcp_front_door("never", &[]);
     assert_eq!(written(&home).as_deref(), Some("written\n"));
+}
+
+/// The calls and the server's start reach the MCP client as Codex's `codex/event`s.
+#[test]
+fn mcp_tool_calls_and_server_startup_are_codex_events() {
+    let (_, _, events) = through_mcp_front_door("never", &[]);
+    let of_type =
+        |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == kind).collect() };
+    let begins = of_type("mcp_tool_call_begin");
+    let ends = of_type("mcp_tool_call_end");
+    assert_eq!(begins.len(), 2, "{events:?}");
+    assert_eq!(ends.len(), 2, "{events:?}");
+    assert_eq!(begins[1]["call_id"], "c-write");
+    assert_eq!(begins[1]["invocation"]["server"], "files");
+    assert_eq!(begins[1]["invocation"]["tool"], "write_file");
+    assert_eq!(begins[1]["invocation"]["arguments"]["content"], "written\n");
+    assert_eq!(ends[0]["call_id"], "c-read");
+    let result = ends[0]["result"].to_string();
+    assert!(result.contains("the answer is 42"), "{result}");
+    assert!(
+        ends[0]["duration"].is_object() || ends[0]["duration"].is_string(),
+        "{}",
+        ends[0]
+    );
+    let complete = of_type("mcp_startup_complete");
+    assert_eq!(complete.len(), 1, "{events:?}");
+    assert_eq!(complete[0]["ready"], json!(["files"]));
+    assert!(
+        of_type("mcp_startup_update")
+            .iter()
+            .any(|e| e["server"] == "files"),
+        "{events:?}"
+    );
 }
 
 #[test]
 fn a_declined_mcp_call_is_not_made_and_the_model_is_told() {
-    let (home, model) = through_mcp_front_door("on-request", &[("c-write", "denied")]);
+    let (home, model, _) = through_mcp_front_door("on-request", &[("c-write", "denied")]);
     assert_eq!(written(&home), None, "the declined write happened");
     let told = model_output(&model, "c-write");
     assert!(told.contains("declined"), "{told}");
