@@ -175,7 +175,11 @@ fn render_event(msg: &EventMsg, out: &mut String) {
         | EventMsg::TaskComplete(_)
         | EventMsg::EnteredReviewMode(_)
         | EventMsg::ExitedReviewMode(_)
-        | EventMsg::ShutdownComplete => {}
+        | EventMsg::ShutdownComplete
+        | EventMsg::McpToolCallBegin(_)
+        | EventMsg::McpToolCallEnd(_)
+        | EventMsg::McpStartupUpdate(_)
+        | EventMsg::McpStartupComplete(_) => {}
     }
 }
 

@@ -35,6 +35,8 @@ pub enum ThreadItem {
     ExitedReviewMode(ExitedReviewModeItem),
     /// The history was compacted: summarized by the model and replaced by the summary.
     ContextCompaction(ContextCompactionItem),
+    /// A call of an MCP server's tool.
+    McpToolCall(crate::McpToolCallItem),
 }
 
 crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with a `type`", {
@@ -47,6 +49,7 @@ crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with
     "entered_review_mode" => EnteredReviewMode(EnteredReviewModeItem),
     "exited_review_mode" => ExitedReviewMode(ExitedReviewModeItem),
     "context_compaction" => ContextCompaction(ContextCompactionItem),
+    "mcp_tool_call" => McpToolCall(crate::McpToolCallItem),
 });
 
 impl ThreadItem {
@@ -62,6 +65,7 @@ impl ThreadItem {
             Self::EnteredReviewMode(item) => &item.id,
             Self::ExitedReviewMode(item) => &item.id,
             Self::ContextCompaction(item) => &item.id,
+            Self::McpToolCall(item) => &item.id,
         }
     }
 }

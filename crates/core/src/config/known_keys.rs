@@ -7,6 +7,7 @@ use std::cell::Cell;
 use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
+use super::mcp_servers::RawMcpServer;
 use super::{ConfigToml, ModelProviderInfo, SandboxWorkspaceWrite};
 use crate::exec_env::ShellEnvironmentPolicy;
 
@@ -33,7 +34,6 @@ const CODEX_ONLY_KEYS: &[&str] = &[
     "history",
     "instructions",
     "mcp_oauth_credentials_store",
-    "mcp_servers",
     "model_max_output_tokens",
     "model_reasoning_summary",
     "model_reasoning_summary_format",
@@ -61,6 +61,9 @@ const CODEX_ONLY_PROVIDER_KEYS: &[&str] = &[
     "supports_websockets",
 ];
 
+/// Keys of a Codex `[mcp_servers.*]` table that deputy reads without using (OAuth login).
+const CODEX_ONLY_MCP_SERVER_KEYS: &[&str] = &["oauth_resource", "scopes"];
+
 /// The warning for `path` (dotted, as `serde_ignored` reports it), a key no table has.
 pub(super) fn unknown_key_warning(path: &str) -> String {
     let (table, key) = path.rsplit_once('.').unwrap_or(("", path));
@@ -69,6 +72,7 @@ pub(super) fn unknown_key_warning(path: &str) -> String {
         Some(Table::SandboxWorkspaceWrite) => (fields_of::<SandboxWorkspaceWrite>(), &[]),
         Some(Table::ShellEnvironmentPolicy) => (fields_of::<ShellEnvironmentPolicy>(), &[]),
         Some(Table::Provider) => (fields_of::<ModelProviderInfo>(), CODEX_ONLY_PROVIDER_KEYS),
+        Some(Table::McpServer) => (fields_of::<RawMcpServer>(), CODEX_ONLY_MCP_SERVER_KEYS),
         None => (&[], &[]),
     };
     if codex_only.contains(&key) {
@@ -99,6 +103,7 @@ enum Table {
     SandboxWorkspaceWrite,
     ShellEnvironmentPolicy,
     Provider,
+    McpServer,
 }
 
 fn table_kind(table: &str) -> Option<Table> {
@@ -107,6 +112,7 @@ fn table_kind(table: &str) -> Option<Table> {
         ["sandbox_workspace_write"] => Some(Table::SandboxWorkspaceWrite),
         ["shell_environment_policy"] => Some(Table::ShellEnvironmentPolicy),
         ["model_providers", _] => Some(Table::Provider),
+        ["mcp_servers", _] => Some(Table::McpServer),
         _ => None,
     }
 }

@@ -6,6 +6,7 @@
 //! same keys with the same meaning.
 
 mod known_keys;
+mod mcp_servers;
 mod model_list;
 mod overrides;
 mod provider;
@@ -19,6 +20,10 @@ use serde::Deserialize;
 
 use crate::exec_env::ShellEnvironmentPolicy;
 
+pub use mcp_servers::{
+    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
+    check_server_name as check_mcp_server_name,
+};
 pub use model_list::{ConfiguredModel, configured_models};
 pub use overrides::{json_to_toml, parse_cli_override};
 pub use provider::{ModelProviderInfo, built_in_providers};
@@ -129,6 +134,8 @@ struct ConfigToml {
     #[serde(default)]
     model_providers: BTreeMap<String, ModelProviderInfo>,
     #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServerConfig>,
+    #[serde(default)]
     #[expect(dead_code, reason = "declared for key validation only")]
     profiles: BTreeMap<String, toml::Table>,
 }
@@ -213,6 +220,8 @@ pub struct Config {
     pub model_reasoning_effort: Option<String>,
     /// The selected profile, if any.
     pub profile: Option<String>,
+    /// `[mcp_servers]`: the MCP servers whose tools the model is offered, by name.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// The executable that confines commands (deputy itself); `None` means
     /// sandboxed commands cannot run (fail closed).
     pub sandbox_launcher: Option<PathBuf>,
@@ -455,6 +464,9 @@ impl ConfigLayers {
                 self.deputy_home.join("config.toml").display()
             ))
         })?;
+        for name in toml.mcp_servers.keys() {
+            mcp_servers::check_server_name(name).map_err(ConfigError::Semantic)?;
+        }
         let cwd = resolve_cwd(o.cwd.as_deref())?;
         let model = o
             .model
@@ -520,6 +532,7 @@ impl ConfigLayers {
                 .max(MIN_PROGRESS_INTERVAL),
             model_reasoning_effort: toml.model_reasoning_effort,
             profile,
+            mcp_servers: toml.mcp_servers,
             sandbox_launcher: None,
             sandbox_private_tmp: None,
             warnings: Vec::new(),

@@ -7,7 +7,9 @@ mod shell;
 mod spec;
 
 pub(crate) use patch::finish_interrupted as finish_interrupted_patch;
-pub(crate) use registry::{ThreadTools, ToolCall, ToolHandler, ToolRegistry, ToolRegistryError};
+pub(crate) use registry::{
+    ThreadTools, ToolCall, ToolHandler, ToolPayload, ToolRegistry, ToolRegistryError,
+};
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
 };
