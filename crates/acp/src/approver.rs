@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SessionId,
 };
 use deputy_core::driver::{Approver, Asked};
-use deputy_protocol::{ApprovalDecision, Reply};
+use deputy_protocol::{ApprovalDecision, FormAction, Question, Reply};
 
 use crate::translate::permission_tool_call;
 
@@ -60,19 +60,31 @@ impl Approver for ClientApprover {
     async fn put(&self, _asked: &Asked) {}
 
     /// Every kind of question is a permission request about a tool call
-    /// (`permission_tool_call` shows each kind its own way).
+    /// (`permission_tool_call` shows each kind its own way), except an MCP server's form:
+    /// ACP has no forms, so it is declined unasked.
     fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
-        let options = OPTIONS
-            .iter()
-            .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
-            .collect();
-        let asked = RequestPermissionRequest::new(
-            self.session_id.clone(),
-            permission_tool_call(&asked),
-            options,
-        );
-        let pending = self.client.send_request(asked).block_task();
+        let pending = match &asked.question {
+            Question::McpElicitation(_) => None,
+            Question::Exec(_) | Question::Patch(_) | Question::McpToolCall(_) => {
+                let options = OPTIONS
+                    .iter()
+                    .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
+                    .collect();
+                let asked = RequestPermissionRequest::new(
+                    self.session_id.clone(),
+                    permission_tool_call(&asked),
+                    options,
+                );
+                Some(self.client.send_request(asked).block_task())
+            }
+        };
         async move {
+            let Some(pending) = pending else {
+                return Reply::Form {
+                    action: FormAction::Decline,
+                    content: None,
+                };
+            };
             match pending.await {
                 Ok(response) => decision(&response.outcome),
                 Err(error) => Reply::denied(format!(
@@ -137,7 +149,7 @@ mod tests {
             RequestPermissionOutcome::Cancelled,
             selected("allow_forever"),
         ] {
-            let Reply::Decision { decision, reason } = decision(&outcome);
+            let (decision, reason) = decision(&outcome).into_decision();
             assert_eq!(decision, ApprovalDecision::Denied, "{outcome:?}");
             assert!(reason.is_some(), "{outcome:?}");
         }

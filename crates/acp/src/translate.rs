@@ -115,6 +115,10 @@ impl UpdateMapper {
             | ThreadEventMsg::ApprovalResolved(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete => Vec::new(),
+            // A server that fails to start is also a warning, shown as a notice.
+            ThreadEventMsg::McpStartupUpdate(_) | ThreadEventMsg::McpStartupComplete(_) => {
+                Vec::new()
+            }
         }
     }
 
@@ -160,6 +164,16 @@ impl UpdateMapper {
                         .raw_input(json!({"target": entered.request.target})),
                 )]
             }
+            ThreadItem::McpToolCall(call) => vec![SessionUpdate::ToolCall(
+                ToolCall::new(call.id.clone(), format!("{}: {}", call.server, call.tool))
+                    .kind(ToolKind::Other)
+                    .status(ToolCallStatus::Pending)
+                    .raw_input(json!({
+                        "server": call.server,
+                        "tool": call.tool,
+                        "arguments": call.arguments,
+                    })),
+            )],
             // Text items report their text as it streams, and in full when they complete.
             ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
@@ -172,6 +186,7 @@ impl UpdateMapper {
         match item {
             ThreadItem::CommandExecution(engine::CommandExecutionItem { id, started, .. })
             | ThreadItem::FileChange(engine::FileChangeItem { id, started, .. })
+            | ThreadItem::McpToolCall(engine::McpToolCallItem { id, started, .. })
                 if *started =>
             {
                 vec![update(
@@ -182,6 +197,7 @@ impl UpdateMapper {
             ThreadItem::Plan(plan) => vec![SessionUpdate::Plan(plan_update(plan))],
             ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
+            | ThreadItem::McpToolCall(_)
             | ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
@@ -257,6 +273,40 @@ impl UpdateMapper {
                         .raw_output(json!({"status": patch.status, "stdout": patch.stdout})),
                 )]
             }
+            ThreadItem::McpToolCall(call) => {
+                let status = match call.status {
+                    engine::McpToolCallStatus::Completed => ToolCallStatus::Completed,
+                    engine::McpToolCallStatus::InProgress | engine::McpToolCallStatus::Failed => {
+                        ToolCallStatus::Failed
+                    }
+                };
+                let text: Vec<&str> = match (&call.result, &call.error) {
+                    (Some(result), _) => result
+                        .content
+                        .iter()
+                        .filter_map(|block| block.get("text").and_then(|t| t.as_str()))
+                        .collect(),
+                    (None, Some(error)) => vec![error.as_str()],
+                    (None, None) => Vec::new(),
+                };
+                let content = if text.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![text_content(&text.join("\n"))]
+                };
+                vec![update(
+                    &call.id,
+                    ToolCallUpdateFields::new()
+                        .status(status)
+                        .content(content)
+                        .raw_output(json!({
+                            "status": call.status,
+                            "result": call.result,
+                            "error": call.error,
+                            "duration_ms": call.duration.map(|d| d.as_millis()),
+                        })),
+                )]
+            }
             ThreadItem::Plan(plan) => vec![SessionUpdate::Plan(plan_update(plan))],
             ThreadItem::ContextCompaction(compaction) => {
                 let status = match compaction.status {
@@ -325,6 +375,10 @@ pub(crate) fn permission_tool_call(asked: &Asked) -> ToolCallUpdate {
                 .content(content)
                 .raw_input(patch_input(&patch.changes))
         }
+        Question::McpElicitation(form) => ToolCallUpdateFields::new()
+            .title(format!("{} asks", form.server))
+            .kind(ToolKind::Other)
+            .content(vec![text_content(&form.message)]),
         Question::McpToolCall(call) => {
             let mut fields = ToolCallUpdateFields::new()
                 .title(format!("{}: {}", call.server, call.tool))

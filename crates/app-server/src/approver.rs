@@ -10,7 +10,8 @@ use std::future::Future;
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::driver::{Approver, Asked};
 use deputy_protocol::{
-    self as engine, ApprovalDecision as Decision, McpToolCallApprovalRequest, Question, Reply,
+    self as engine, ApprovalDecision as Decision, FormAction, McpToolCallApprovalRequest, Question,
+    Reply,
 };
 use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
@@ -135,6 +136,25 @@ pub(crate) fn server_request(asked: &Asked) -> ServerRequest {
                 })),
             })
         }
+        // The server's own form, relayed as it asked it.
+        Question::McpElicitation(q) => {
+            ServerRequest::McpServerElicitationRequest(McpServerElicitationRequestParams {
+                thread_id,
+                turn_id: Some(turn_id),
+                server_name: q.server.clone(),
+                mode: McpElicitationMode::Form,
+                message: q.message.clone(),
+                requested_schema: McpElicitationSchema {
+                    kind: McpElicitationObjectType::Object,
+                    properties: q
+                        .requested_schema
+                        .get("properties")
+                        .and_then(|p| serde_json::from_value(p.clone()).ok())
+                        .unwrap_or_default(),
+                },
+                meta: None,
+            })
+        }
     }
 }
 
@@ -171,6 +191,19 @@ fn read_answer(question: &Question, result: serde_json::Value) -> Reply {
                 McpServerElicitationAction::Decline => Decision::Denied,
                 McpServerElicitationAction::Cancel => Decision::Abort,
             })
+        }
+        Question::McpElicitation(_) => {
+            return read::<McpServerElicitationRequestResponse>(result).map_or_else(
+                |refused| refused,
+                |answer| Reply::Form {
+                    action: match answer.action {
+                        McpServerElicitationAction::Accept => FormAction::Accept,
+                        McpServerElicitationAction::Decline => FormAction::Decline,
+                        McpServerElicitationAction::Cancel => FormAction::Cancel,
+                    },
+                    content: answer.content,
+                },
+            );
         }
     };
     decision.map_or_else(|refused| refused, Reply::decided)
@@ -316,7 +349,7 @@ mod tests {
             Ok(json!({"decision": "approved"})),
             Err(JsonRpcError::internal("no")),
         ] {
-            let Reply::Decision { decision, reason } = answer_to(exec(), reply.clone()).await;
+            let (decision, reason) = answer_to(exec(), reply.clone()).await.into_decision();
             assert_eq!(decision, Decision::Denied, "{reply:?}");
             assert!(reason.is_some(), "{reply:?}");
         }

@@ -23,6 +23,11 @@ use crate::protocol::{
     TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification,
     TurnStatus, UserInput, WarningNotification, WebSearchAction,
 };
+// MCP servers and their tool calls.
+use crate::protocol::{
+    McpServerStartupState, McpServerStatusUpdatedNotification, McpToolCallError, McpToolCallResult,
+    McpToolCallStatus,
+};
 
 /// The notifications `event` stands for, in order; `started_at` is when the event's turn
 /// started, if known (the events ending a turn do not repeat it).
@@ -198,6 +203,25 @@ pub(crate) fn thread_event(
                 thread_id,
             }))]
         }
+        ThreadEventMsg::McpStartupUpdate(update) => {
+            let (status, error) = match &update.status {
+                engine::McpStartupStatus::Starting => (McpServerStartupState::Starting, None),
+                engine::McpStartupStatus::Ready => (McpServerStartupState::Ready, None),
+                engine::McpStartupStatus::Failed { error } => {
+                    (McpServerStartupState::Failed, Some(error.clone()))
+                }
+                engine::McpStartupStatus::Cancelled => (McpServerStartupState::Cancelled, None),
+            };
+            vec![notify(N::McpServerStatusUpdated(
+                McpServerStatusUpdatedNotification {
+                    name: update.server.clone(),
+                    status,
+                    error,
+                },
+            ))]
+        }
+        // Each server's own update already said how it went.
+        ThreadEventMsg::McpStartupComplete(_) => Vec::new(),
     }
 }
 
@@ -296,7 +320,8 @@ fn item_progress(
         | engine::ThreadItem::EnteredReviewMode(_)
         | engine::ThreadItem::ExitedReviewMode(_)
         | engine::ThreadItem::ContextCompaction(_)
-        | engine::ThreadItem::WebSearch(_) => Vec::new(),
+        | engine::ThreadItem::WebSearch(_)
+        | engine::ThreadItem::McpToolCall(_) => Vec::new(),
     }
 }
 
@@ -374,6 +399,27 @@ pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
             action: Some(WebSearchAction::Search {
                 query: Some(search.query.clone()).filter(|query| !query.is_empty()),
             }),
+        },
+        engine::ThreadItem::McpToolCall(call) => ThreadItem::McpToolCall {
+            id: call.id.clone(),
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            status: match call.status {
+                engine::McpToolCallStatus::InProgress => McpToolCallStatus::InProgress,
+                engine::McpToolCallStatus::Completed => McpToolCallStatus::Completed,
+                engine::McpToolCallStatus::Failed => McpToolCallStatus::Failed,
+            },
+            arguments: call.arguments.clone().unwrap_or(serde_json::Value::Null),
+            result: call.result.as_ref().map(|result| McpToolCallResult {
+                content: result.content.clone(),
+                structured_content: result.structured_content.clone(),
+            }),
+            error: call.error.as_ref().map(|message| McpToolCallError {
+                message: message.clone(),
+            }),
+            duration_ms: call
+                .duration
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         },
     }
 }

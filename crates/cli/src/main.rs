@@ -3,6 +3,7 @@
 mod debug_cmd;
 mod features;
 mod listen_cmd;
+mod mcp_cmd;
 mod review_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
@@ -46,6 +47,9 @@ enum Command {
     /// Serve deputy over MCP on stdio (or Streamable HTTP with `--listen`): `codex`,
     /// `codex-reply`, `review` and the conversation tools.
     McpServer(McpServerArgs),
+    /// Manage the MCP servers whose tools the model is offered (`[mcp_servers]`).
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
     /// Serve Codex's app-server v2 protocol (threads, turns, items) on stdio.
     AppServer(AppServerArgs),
     /// Serve deputy to an editor over the Agent Client Protocol (v1) on stdio.
@@ -421,6 +425,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Review(args) => review_cmd::run(layers, args),
         Command::Debug(command) => debug_cmd::run(layers, command),
+        Command::Mcp(command) => mcp_cmd::run(&layers.deputy_home, command),
     }
 }
 

@@ -292,7 +292,11 @@ fn progress_line(msg: &EventMsg) -> Option<String> {
         | EventMsg::ExitedReviewMode(_)
         | EventMsg::Error(_)
         | EventMsg::TaskComplete(_)
-        | EventMsg::ShutdownComplete => None,
+        | EventMsg::ShutdownComplete
+        | EventMsg::McpToolCallBegin(_)
+        | EventMsg::McpToolCallEnd(_)
+        | EventMsg::McpStartupUpdate(_)
+        | EventMsg::McpStartupComplete(_) => None,
     }
 }
 

@@ -177,7 +177,11 @@ fn render_event(msg: &EventMsg, out: &mut String) {
         | EventMsg::EnteredReviewMode(_)
         | EventMsg::ExitedReviewMode(_)
         | EventMsg::WebSearchBegin(_)
-        | EventMsg::ShutdownComplete => {}
+        | EventMsg::ShutdownComplete
+        | EventMsg::McpToolCallBegin(_)
+        | EventMsg::McpToolCallEnd(_)
+        | EventMsg::McpStartupUpdate(_)
+        | EventMsg::McpStartupComplete(_) => {}
     }
 }
 

@@ -52,6 +52,8 @@ pub(crate) struct Session {
         expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
     )]
     pub(crate) tool_state: ToolState,
+    /// Why the thread's turns cannot run: a required MCP server did not start.
+    pub(crate) unusable: Mutex<Option<String>>,
 }
 
 impl Session {
@@ -277,6 +279,7 @@ impl TurnContext {
             ThreadItem::CommandExecution(_)
                 | ThreadItem::FileChange(_)
                 | ThreadItem::ContextCompaction(_)
+                | ThreadItem::McpToolCall(_)
         ) {
             let mut open = lock(&self.open_items);
             if done {
@@ -366,6 +369,11 @@ impl TurnContext {
                 ThreadItem::ContextCompaction(mut compaction) => {
                     compaction.status = ContextCompactionStatus::Failed;
                     ThreadItem::ContextCompaction(compaction)
+                }
+                ThreadItem::McpToolCall(mut call) => {
+                    call.status = deputy_protocol::McpToolCallStatus::Failed;
+                    call.error = Some("aborted: the turn was stopped".into());
+                    ThreadItem::McpToolCall(call)
                 }
                 other => other,
             };

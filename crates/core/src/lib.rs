@@ -23,6 +23,7 @@ pub mod event_log;
 pub mod exec;
 pub mod exec_env;
 mod instructions;
+mod mcp;
 pub mod model_family;
 pub mod patch_journal;
 mod private_tmp;

@@ -57,6 +57,7 @@ fn spawn(
         usage_mark: Mutex::default(),
         rollout: start.rollout,
         tool_state: ToolState::default(),
+        unusable: Mutex::default(),
     });
     let tools = Arc::new(ThreadTools::default());
     let thread = Arc::new(Thread::new(
@@ -71,7 +72,11 @@ fn spawn(
         if read_project_docs {
             add_project_instructions(&session).await;
         }
-        submission_loop(session, tools, submit_rx).await;
+        // The first turn waits for the servers: their tools are in its first request.
+        let mcp = crate::mcp::ThreadServers::default();
+        let config = lock(&session.settings).config.clone();
+        *lock(&session.unusable) = mcp.start(&config, &session.log, &tools).await;
+        submission_loop(session, tools, &mcp, submit_rx).await;
     });
     thread
 }
@@ -114,6 +119,7 @@ async fn add_project_instructions(session: &Session) {
 async fn submission_loop(
     session: Arc<Session>,
     tools: Arc<ThreadTools>,
+    mcp: &crate::mcp::ThreadServers,
     mut ops: mpsc::UnboundedReceiver<Submission>,
 ) {
     let mut running: Option<RunningTurn> = None;
@@ -187,6 +193,7 @@ async fn submission_loop(
             }
             Op::Shutdown => {
                 stop(&session, running.take(), &mut queue).await;
+                mcp.release().await;
                 session
                     .log
                     .publish_final(&id, ThreadEventMsg::ShutdownComplete)
@@ -196,6 +203,7 @@ async fn submission_loop(
         }
     }
     stop(&session, running, &mut queue).await;
+    mcp.release().await;
     session.close_rollout().await;
     session.log.close();
 }

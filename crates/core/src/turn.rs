@@ -58,6 +58,15 @@ pub(crate) async fn run_turn(session: Arc<Session>, start: TurnStart, cancel: Ca
         } => (overrides.as_ref(), output_schema.clone()),
         TurnKind::Compact => (None, None),
     };
+    let unusable = lock(&session.unusable).clone();
+    if let Some(why) = unusable {
+        let failed = TurnClock::never_started().failed(why, CodexErrorInfo::Other);
+        session
+            .log
+            .publish_durable(Some(&turn_id), &submission_id, failed)
+            .await;
+        return;
+    }
     let before = session.settings_for_turn(None).map(|s| s.config);
     let settings = match session.settings_for_turn(overrides) {
         Ok(settings) => settings,

@@ -101,7 +101,9 @@ pub fn turns_from_events<'a>(
             | ThreadEventMsg::TokenCount(_)
             | ThreadEventMsg::StreamError(_)
             | ThreadEventMsg::Warning(_)
-            | ThreadEventMsg::ShutdownComplete => {}
+            | ThreadEventMsg::ShutdownComplete
+            | ThreadEventMsg::McpStartupUpdate(_)
+            | ThreadEventMsg::McpStartupComplete(_) => {}
         }
     }
     for turn in &mut turns {

@@ -15,7 +15,7 @@ use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::display::{escape_line, escape_text};
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, ExecApprovalRequestEvent, FileChange,
-    McpToolCallApprovalRequest, Reply,
+    FormAction, McpElicitationRequest, McpToolCallApprovalRequest, Reply,
 };
 use tokio::sync::mpsc;
 
@@ -77,6 +77,21 @@ pub(crate) async fn ask_mcp_tool_call(req: &McpToolCallApprovalRequest) -> Reply
         question.push_str(&format!("\n  reason: {}", escape_line(reason)));
     }
     ask(question).await
+}
+
+/// An MCP server's form: shown on stderr and declined, as the prompt answers only yes or
+/// no (the server is told, and its tool goes on without the answer).
+pub(crate) fn decline_form(req: &McpElicitationRequest) -> Reply {
+    let _ = writeln!(
+        std::io::stderr(),
+        "The MCP server `{}` asks: {}\n  (declined: deputy exec cannot fill in forms)",
+        escape_line(&req.server),
+        escape_line(&req.message)
+    );
+    Reply::Form {
+        action: FormAction::Decline,
+        content: None,
+    }
 }
 
 /// The patch as a reader checks it: each file's header, then its diff (an added file's

@@ -2,8 +2,8 @@
 //! engine's items in this one place.
 //!
 //! One line per event: `thread.started`, `turn.started`, `item.started|updated|completed`
-//! (items `agent_message`, `reasoning`, `command_execution`, `file_change`, `todo_list`,
-//! `error`), then `turn.completed {usage}` or `turn.failed {error}`. Item ids are this
+//! (items `agent_message`, `reasoning`, `command_execution`, `file_change`,
+//! `mcp_tool_call`, `todo_list`, `error`), then `turn.completed {usage}` or `turn.failed {error}`. Item ids are this
 //! stream's own (`item_0`, `item_1`, … in order of first appearance), as in Codex.
 //! Messages, reasoning and patches appear once, completed; commands and the plan are
 //! started, updated when what a script sees of them changes, and completed. Statuses and
@@ -15,8 +15,9 @@ use std::collections::HashMap;
 
 use deputy_core::command_safety::command_line;
 use deputy_protocol::{
-    CommandExecutionItem, CommandExecutionStatus, FileChange, FileChangeItem, PatchApplyStatus,
-    PlanItem, StepStatus, ThreadEvent, ThreadEventMsg, ThreadItem, TokenUsage, TurnAbortReason,
+    CommandExecutionItem, CommandExecutionStatus, FileChange, FileChangeItem, McpToolCallItem,
+    McpToolCallStatus, PatchApplyStatus, PlanItem, StepStatus, ThreadEvent, ThreadEventMsg,
+    ThreadItem, TokenUsage, TurnAbortReason,
 };
 use serde::Serialize;
 
@@ -153,6 +154,23 @@ pub enum ItemDetails {
         /// What was searched for.
         query: String,
     },
+    /// A call of an MCP server's tool.
+    McpToolCall {
+        /// The server, as named in the configuration.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The arguments the model passed.
+        arguments: serde_json::Value,
+        /// The server's result, once it answered.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<McpResult>,
+        /// Why there is no result.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<ErrorPayload>,
+        /// Where it stands.
+        status: CommandStatus,
+    },
     /// Something that went wrong without ending the turn (a configuration warning).
     Error {
         /// What.
@@ -170,6 +188,15 @@ pub enum CommandStatus {
     Completed,
     /// Exited non-zero, timed out, could not start, was killed, or was not run (declined).
     Failed,
+}
+
+/// `mcp_tool_call.result`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpResult {
+    /// The content blocks, as MCP writes them.
+    pub content: Vec<serde_json::Value>,
+    /// The structured result (null when there is none).
+    pub structured_content: serde_json::Value,
 }
 
 /// `file_change.status`. Like Codex, a declined patch counts as failed.
@@ -287,7 +314,9 @@ impl JsonlMapper {
             | ThreadEventMsg::QuestionAsked(_)
             | ThreadEventMsg::ApprovalResolved(_)
             | ThreadEventMsg::TurnDiff(_)
-            | ThreadEventMsg::ShutdownComplete => Vec::new(),
+            | ThreadEventMsg::ShutdownComplete
+            | ThreadEventMsg::McpStartupUpdate(_)
+            | ThreadEventMsg::McpStartupComplete(_) => Vec::new(),
         }
     }
 
@@ -302,6 +331,9 @@ impl JsonlMapper {
             ThreadItem::CommandExecution(_) | ThreadItem::Plan(_) | ThreadItem::WebSearch(_) => {
                 details(item)?
             }
+            // Shown once sent to the server (after any approval), as in Codex.
+            ThreadItem::McpToolCall(call) if call.started => details(item)?,
+            ThreadItem::McpToolCall(_) => return None,
             // Messages, reasoning and patches are shown once, complete (the SDK's
             // `file_change` is "emitted once the patch succeeds or fails"); codex exec has
             // no review items.
@@ -368,6 +400,7 @@ fn details(item: &ThreadItem) -> Option<ItemDetails> {
         },
         ThreadItem::CommandExecution(command) => command_details(command),
         ThreadItem::FileChange(patch) => patch_details(patch),
+        ThreadItem::McpToolCall(call) => mcp_details(call),
         ThreadItem::Plan(plan) => ItemDetails::TodoList {
             items: plan.plan.iter().map(todo_item).collect(),
         },
@@ -394,6 +427,29 @@ fn command_details(command: &CommandExecutionItem) -> ItemDetails {
             CommandExecutionStatus::Failed | CommandExecutionStatus::Declined => {
                 CommandStatus::Failed
             }
+        },
+    }
+}
+
+fn mcp_details(call: &McpToolCallItem) -> ItemDetails {
+    ItemDetails::McpToolCall {
+        server: call.server.clone(),
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone().unwrap_or(serde_json::Value::Null),
+        result: call.result.as_ref().map(|result| McpResult {
+            content: result.content.clone(),
+            structured_content: result
+                .structured_content
+                .clone()
+                .unwrap_or(serde_json::Value::Null),
+        }),
+        error: call.error.as_ref().map(|message| ErrorPayload {
+            message: message.clone(),
+        }),
+        status: match call.status {
+            McpToolCallStatus::InProgress => CommandStatus::InProgress,
+            McpToolCallStatus::Completed => CommandStatus::Completed,
+            McpToolCallStatus::Failed => CommandStatus::Failed,
         },
     }
 }

@@ -238,6 +238,7 @@ impl Approver for TerminalApprover {
                 Question::Exec(req) => approval_prompt::ask_exec(req).await,
                 Question::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
                 Question::McpToolCall(req) => approval_prompt::ask_mcp_tool_call(req).await,
+                Question::McpElicitation(req) => approval_prompt::decline_form(req),
             }
         }
     }

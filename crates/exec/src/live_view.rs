@@ -146,6 +146,16 @@ impl LiveView {
             | ThreadEventMsg::QuestionAsked(_)
             | ThreadEventMsg::TurnDiff(_)
             | ThreadEventMsg::ShutdownComplete => {}
+            // A server that fails to start is also a warning; a ready one says nothing.
+            ThreadEventMsg::McpStartupUpdate(update) => {
+                if update.status == deputy_protocol::McpStartupStatus::Starting {
+                    self.spinner.set(&format!(
+                        "starting MCP server {}",
+                        escape_line(&update.server)
+                    ));
+                }
+            }
+            ThreadEventMsg::McpStartupComplete(_) => self.spinner.clear(),
         }
         out
     }
@@ -179,6 +189,10 @@ impl LiveView {
             }
             ThreadItem::ContextCompaction(_) => self.spinner.set("compacting the conversation"),
             ThreadItem::WebSearch(_) => self.spinner.set("searching the web"),
+            ThreadItem::McpToolCall(call) => self.spinner.set(&format!(
+                "calling {}",
+                shorten(&escape_line(&mcp_call_line(call)), SPINNER_COMMAND_CHARS)
+            )),
             ThreadItem::UserMessage(_) | ThreadItem::ExitedReviewMode(_) => {}
         }
     }
@@ -197,7 +211,16 @@ impl LiveView {
                 self.flush_message(out);
                 plan_lines(plan, out);
             }
-            ThreadItem::CommandExecution(_)
+            ThreadItem::McpToolCall(call) if call.started => {
+                self.flush_message(out);
+                let _ = writeln!(
+                    out,
+                    "{BOLD}mcp {}{BOLD:#}",
+                    escape_line(&mcp_call_line(call))
+                );
+            }
+            ThreadItem::McpToolCall(_)
+            | ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
             | ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
@@ -237,6 +260,10 @@ impl LiveView {
                 if compaction.status == ContextCompactionStatus::Completed {
                     let _ = writeln!(out, "{THINKING}context compacted{THINKING:#}");
                 }
+            }
+            ThreadItem::McpToolCall(call) => {
+                self.flush_message(out);
+                mcp_result(call, out);
             }
             // The reviewer's answer is the findings, shown as the review's result.
             ThreadItem::ExitedReviewMode(review) => {
@@ -382,6 +409,50 @@ fn command_result(command: &CommandExecutionItem, why_not: &str, out: &mut Strin
             labelled(out, "  ", YELLOW, "not run", why_not);
         }
         (CommandExecutionStatus::InProgress, _) => {}
+    }
+}
+
+/// `server.tool {arguments}`, as the call's line shows it.
+fn mcp_call_line(call: &deputy_protocol::McpToolCallItem) -> String {
+    let arguments = call
+        .arguments
+        .as_ref()
+        .map(|args| format!(" {args}"))
+        .unwrap_or_default();
+    format!("{}.{}{arguments}", call.server, call.tool)
+}
+
+/// How an MCP tool call ended, under its line: the text it returned, or why it failed.
+fn mcp_result(call: &deputy_protocol::McpToolCallItem, out: &mut String) {
+    if !call.started {
+        let _ = writeln!(
+            out,
+            "{BOLD}mcp {}{BOLD:#}",
+            escape_line(&mcp_call_line(call))
+        );
+    }
+    let seconds = call.duration.unwrap_or_default().as_secs_f64();
+    match (&call.result, &call.error) {
+        (Some(result), _) if result.is_error != Some(true) => {
+            let _ = writeln!(out, "  {GREEN}ok:{GREEN:#} in {seconds:.1}s");
+            let text: Vec<&str> = result
+                .content
+                .iter()
+                .filter_map(|block| block.get("text").and_then(|t| t.as_str()))
+                .collect();
+            output_tail(&text.join("\n"), out);
+        }
+        (Some(result), _) => {
+            let _ = writeln!(out, "  {RED}failed:{RED:#} the tool reported an error");
+            let text: Vec<&str> = result
+                .content
+                .iter()
+                .filter_map(|block| block.get("text").and_then(|t| t.as_str()))
+                .collect();
+            output_tail(&text.join("\n"), out);
+        }
+        (None, Some(error)) => labelled(out, "  ", RED, "failed", error),
+        (None, None) => {}
     }
 }
 

@@ -85,6 +85,22 @@ impl ProgressReporter {
             EventMsg::ExitedReviewMode(_) => self.set_current("review finished".to_string()),
             EventMsg::ContextCompacted(_) => "compacted the conversation".to_string(),
             EventMsg::WebSearchEnd(e) => format!("searched the web: {}", e.query),
+            EventMsg::McpToolCallBegin(begin) => self.set_current(format!(
+                "calling `{}` of MCP server `{}`",
+                begin.invocation.tool, begin.invocation.server
+            )),
+            EventMsg::McpToolCallEnd(end) => {
+                self.set_current("thinking".to_string());
+                let how = if end.result.is_ok() {
+                    "returned"
+                } else {
+                    "failed"
+                };
+                format!(
+                    "`{}` of MCP server `{}` {how}",
+                    end.invocation.tool, end.invocation.server
+                )
+            }
             EventMsg::SessionConfigured(_)
             | EventMsg::WebSearchBegin(_)
             | EventMsg::UserMessage(_)
@@ -100,7 +116,9 @@ impl ProgressReporter {
             | EventMsg::Error(_)
             | EventMsg::TurnAborted(_)
             | EventMsg::TaskComplete(_)
-            | EventMsg::ShutdownComplete => return,
+            | EventMsg::ShutdownComplete
+            | EventMsg::McpStartupUpdate(_)
+            | EventMsg::McpStartupComplete(_) => return,
         };
         self.send(message).await;
     }

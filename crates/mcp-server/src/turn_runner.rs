@@ -230,8 +230,19 @@ impl Approver for ElicitationApprover {
 
     fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
         let peer = self.peer.clone();
+        let form = matches!(asked.question, Question::McpElicitation(_));
         let params = elicitation_params(asked, self.tool_call_id.clone(), &self.cwd);
-        async move { elicit(&peer, &params).await }
+        async move {
+            let reply = elicit(&peer, &params).await;
+            match (form, reply) {
+                (true, Answer::Given(reply)) => wire::parse_form_reply(&reply),
+                (false, Answer::Given(reply)) => match wire::parse_approval_reply(&reply) {
+                    ApprovalReply::Decided(decision) => Reply::decided(decision),
+                    ApprovalReply::Malformed(why) => Reply::denied(why),
+                },
+                (_, Answer::None(why)) => Reply::denied(why),
+            }
+        }
     }
 
     // Dropping the elicitation's wait withdraws it (`notifications/cancelled`).
@@ -249,6 +260,7 @@ pub(crate) fn elicitation_params(
     cwd: &Path,
 ) -> ApprovalElicitationParams {
     let call_id = asked.call_id().to_string();
+    let mut requested_schema = wire::decision_schema();
     let (message, elicitation, details) = match asked.question {
         Question::Exec(req) => {
             let command = escape_command_for_display(&req.command);
@@ -288,10 +300,24 @@ pub(crate) fn elicitation_params(
                 codex_reason: req.reason,
             },
         ),
+        Question::McpElicitation(req) => {
+            requested_schema = req.requested_schema;
+            (
+                format!(
+                    "The MCP server `{}` asks: {}",
+                    escape_line(&req.server),
+                    escape_line(&req.message)
+                ),
+                "mcp-server-elicitation",
+                ApprovalDetails::McpElicitation {
+                    codex_mcp_server: req.server,
+                },
+            )
+        }
     };
     ApprovalElicitationParams {
         message,
-        requested_schema: wire::decision_schema(),
+        requested_schema,
         thread_id: asked.thread_id,
         codex_elicitation: elicitation,
         codex_mcp_tool_call_id: tool_call_id,
@@ -409,15 +435,21 @@ impl Drop for WithdrawOnDrop {
     }
 }
 
-/// Sends the elicitation and reads the decision. Anything but a clear answer
-/// is a denial with the reason spelled out; the driver's approval timeout
-/// covers a client that never answers (dropping this withdraws the question).
-async fn elicit(peer: &Peer<RoleServer>, params: &ApprovalElicitationParams) -> Reply {
+/// The client's answer to an elicitation, or why there is none.
+enum Answer {
+    Given(serde_json::Value),
+    None(String),
+}
+
+/// Sends the elicitation and returns the answer. No answer is a denial with the reason
+/// spelled out; the driver's approval timeout covers a client that never answers
+/// (dropping this withdraws the question).
+async fn elicit(peer: &Peer<RoleServer>, params: &ApprovalElicitationParams) -> Answer {
     let supports_elicitation = peer
         .peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some());
     if !supports_elicitation {
-        return Reply::denied(NO_ELICITATION);
+        return Answer::None(NO_ELICITATION.into());
     }
     let sent = peer
         .send_cancellable_request(
@@ -444,13 +476,10 @@ async fn elicit(peer: &Peer<RoleServer>, params: &ApprovalElicitationParams) -> 
         Ok(ClientResult::ElicitResult(result)) => serde_json::to_value(result).unwrap_or_default(),
         Ok(other) => serde_json::to_value(other).unwrap_or_default(),
         Err(err) => {
-            return Reply::denied(format!(
+            return Answer::None(format!(
                 "the client answered the approval request with an error: {err}"
             ));
         }
     };
-    match wire::parse_approval_reply(&reply) {
-        ApprovalReply::Decided(decision) => Reply::decided(decision),
-        ApprovalReply::Malformed(why) => Reply::denied(why),
-    }
+    Answer::Given(reply)
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use deputy_protocol::{ApprovalDecision, EventMsg, FileChange, ParsedCommand};
+use deputy_protocol::{ApprovalDecision, EventMsg, FileChange, FormAction, ParsedCommand, Reply};
 use rmcp::model::{CustomNotification, CustomRequest, ServerNotification, ServerRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -172,6 +172,25 @@ pub(crate) enum ApprovalDetails {
         #[serde(skip_serializing_if = "Option::is_none")]
         codex_reason: Option<String>,
     },
+    /// A form an MCP server deputy uses asks the user to fill in (relayed as it asked it).
+    McpElicitation { codex_mcp_server: String },
+}
+
+/// Reads the client's answer to a relayed form: MCP's `{action, content}`.
+pub(crate) fn parse_form_reply(reply: &Value) -> Reply {
+    #[derive(Deserialize)]
+    struct Form {
+        action: FormAction,
+        #[serde(default)]
+        content: Option<Value>,
+    }
+    match serde_json::from_value::<Form>(reply.clone()) {
+        Ok(Form { action, content }) => Reply::Form { action, content },
+        Err(_) => Reply::Form {
+            action: FormAction::Decline,
+            content: None,
+        },
+    }
 }
 
 /// The schema offered to the client: one `decision` enum.

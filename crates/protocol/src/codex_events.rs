@@ -29,7 +29,8 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::FileChange(_)
             | ThreadItem::EnteredReviewMode(_)
             | ThreadItem::ExitedReviewMode(_)
-            | ThreadItem::ContextCompaction(_) => Vec::new(),
+            | ThreadItem::ContextCompaction(_)
+            | ThreadItem::McpToolCall(_) => Vec::new(),
         },
         ThreadEventMsg::ItemUpdated(e) => match &e.item {
             ThreadItem::CommandExecution(cmd) if cmd.started => {
@@ -39,7 +40,11 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
                 vec![EventMsg::PatchApplyBegin(patch_begin(patch, &turn_id))]
             }
             ThreadItem::Plan(plan) => vec![plan_update(plan)],
-            ThreadItem::CommandExecution(_)
+            ThreadItem::McpToolCall(call) if call.started => {
+                vec![EventMsg::McpToolCallBegin(mcp_begin(call))]
+            }
+            ThreadItem::McpToolCall(_)
+            | ThreadItem::CommandExecution(_)
             | ThreadItem::FileChange(_)
             | ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
@@ -97,6 +102,15 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
                     EventMsg::PatchApplyEnd(patch_end(patch, &turn_id)),
                 ]
             }
+            ThreadItem::McpToolCall(call) if call.started => {
+                vec![EventMsg::McpToolCallEnd(mcp_end(call))]
+            }
+            // As Codex does, an MCP call that was never sent (declined, its server
+            // unavailable) still opens and closes its entry.
+            ThreadItem::McpToolCall(call) => vec![
+                EventMsg::McpToolCallBegin(mcp_begin(call)),
+                EventMsg::McpToolCallEnd(mcp_end(call)),
+            ],
             // One that never started otherwise (interrupted while waiting, a patch that
             // did not verify) has no entry to close.
             ThreadItem::Reasoning(_)
@@ -124,7 +138,7 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             Question::Exec(q) => vec![EventMsg::ExecApprovalRequest(q.clone())],
             Question::Patch(q) => vec![EventMsg::ApplyPatchApprovalRequest(q.clone())],
             // Codex has no event for it: each front door asks it through its approver.
-            Question::McpToolCall(_) => Vec::new(),
+            Question::McpToolCall(_) | Question::McpElicitation(_) => Vec::new(),
         },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
@@ -140,6 +154,8 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             ..e.clone()
         })],
         ThreadEventMsg::ShutdownComplete => vec![EventMsg::ShutdownComplete],
+        ThreadEventMsg::McpStartupUpdate(e) => vec![EventMsg::McpStartupUpdate(e.clone())],
+        ThreadEventMsg::McpStartupComplete(e) => vec![EventMsg::McpStartupComplete(e.clone())],
     };
     msgs.into_iter()
         .map(|msg| Event {
@@ -147,6 +163,26 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             msg,
         })
         .collect()
+}
+
+fn mcp_begin(call: &crate::McpToolCallItem) -> crate::McpToolCallBeginEvent {
+    crate::McpToolCallBeginEvent {
+        call_id: call.call_id.clone(),
+        invocation: call.invocation(),
+    }
+}
+
+fn mcp_end(call: &crate::McpToolCallItem) -> crate::McpToolCallEndEvent {
+    crate::McpToolCallEndEvent {
+        call_id: call.call_id.clone(),
+        invocation: call.invocation(),
+        duration: call.duration.unwrap_or_default(),
+        result: match (&call.result, &call.error) {
+            (Some(result), _) => Ok(result.clone()),
+            (None, Some(error)) => Err(error.clone()),
+            (None, None) => Err("the call did not finish".to_string()),
+        },
+    }
 }
 
 fn plan_update(plan: &crate::PlanUpdateItem) -> EventMsg {

@@ -79,6 +79,14 @@ pub enum EventMsg {
     ExitedReviewMode(ExitedReviewModeEvent),
     /// The thread has stopped.
     ShutdownComplete,
+    /// An MCP server's tool is being called.
+    McpToolCallBegin(crate::McpToolCallBeginEvent),
+    /// An MCP server's tool call ended.
+    McpToolCallEnd(crate::McpToolCallEndEvent),
+    /// An MCP server is starting, started or failed to.
+    McpStartupUpdate(crate::McpStartupUpdateEvent),
+    /// Every MCP server has started or failed.
+    McpStartupComplete(crate::McpStartupCompleteEvent),
 }
 
 impl EventMsg {

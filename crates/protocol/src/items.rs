@@ -38,6 +38,8 @@ pub enum ThreadItem {
     /// A search by the provider's hosted web search (started and completed when the
     /// model's `web_search_call` arrives).
     WebSearch(WebSearchItem),
+    /// A call of an MCP server's tool.
+    McpToolCall(crate::McpToolCallItem),
 }
 
 crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with a `type`", {
@@ -51,6 +53,7 @@ crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with
     "exited_review_mode" => ExitedReviewMode(ExitedReviewModeItem),
     "context_compaction" => ContextCompaction(ContextCompactionItem),
     "web_search" => WebSearch(WebSearchItem),
+    "mcp_tool_call" => McpToolCall(crate::McpToolCallItem),
 });
 
 impl ThreadItem {
@@ -67,6 +70,7 @@ impl ThreadItem {
             Self::ExitedReviewMode(item) => &item.id,
             Self::ContextCompaction(item) => &item.id,
             Self::WebSearch(item) => &item.id,
+            Self::McpToolCall(item) => &item.id,
         }
     }
 }

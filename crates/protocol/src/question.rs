@@ -20,6 +20,9 @@ pub enum Question {
     Patch(ApplyPatchApprovalRequestEvent),
     /// May this tool of an MCP server be called?
     McpToolCall(McpToolCallApprovalRequest),
+    /// An MCP server deputy uses asks the user to fill in a form (its elicitation);
+    /// answered with [`Reply::Form`].
+    McpElicitation(McpElicitationRequest),
 }
 
 impl Question {
@@ -29,6 +32,7 @@ impl Question {
             Self::Exec(q) => &q.call_id,
             Self::Patch(q) => &q.call_id,
             Self::McpToolCall(q) => &q.call_id,
+            Self::McpElicitation(q) => &q.call_id,
         }
     }
 
@@ -38,6 +42,7 @@ impl Question {
             Self::Exec(q) => &q.turn_id,
             Self::Patch(q) => &q.turn_id,
             Self::McpToolCall(q) => &q.turn_id,
+            Self::McpElicitation(q) => &q.turn_id,
         }
     }
 
@@ -47,6 +52,7 @@ impl Question {
             Self::Exec(_) => "command",
             Self::Patch(_) => "patch",
             Self::McpToolCall(_) => "MCP tool call",
+            Self::McpElicitation(_) => "MCP server's question",
         }
     }
 }
@@ -70,6 +76,33 @@ pub struct McpToolCallApprovalRequest {
     pub reason: Option<String>,
 }
 
+/// A form an MCP server asks the user to fill in, while one of its tools runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpElicitationRequest {
+    /// The model's call of the server's tool during which it asks.
+    pub call_id: String,
+    /// The turn's id.
+    pub turn_id: String,
+    /// The server, as named in the configuration.
+    pub server: String,
+    /// What the server says to the user.
+    pub message: String,
+    /// The JSON Schema of the answer it wants (flat object of primitive fields).
+    pub requested_schema: serde_json::Value,
+}
+
+/// What the user did with a form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FormAction {
+    /// Filled it in and sent it.
+    Accept,
+    /// Refused to answer.
+    Decline,
+    /// Dismissed it without choosing.
+    Cancel,
+}
+
 /// The answer to a [`Question`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -82,6 +115,14 @@ pub enum Reply {
         /// Why it was decided without the user, if so.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// The answer to a form ([`Question::McpElicitation`]).
+    Form {
+        /// What the user did with it.
+        action: FormAction,
+        /// The values, when accepted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Value>,
     },
 }
 
@@ -102,10 +143,41 @@ impl Reply {
         }
     }
 
-    /// The decision this reply stands for.
+    /// The decision this reply stands for (a form sent counts as approved, one refused
+    /// as denied, one dismissed as abort).
     pub fn decision(&self) -> ApprovalDecision {
         match self {
             Self::Decision { decision, .. } => *decision,
+            Self::Form { action, .. } => match action {
+                FormAction::Accept => ApprovalDecision::Approved,
+                FormAction::Decline => ApprovalDecision::Denied,
+                FormAction::Cancel => ApprovalDecision::Abort,
+            },
+        }
+    }
+
+    /// The decision, with the reason when it was made for the user (see [`Reply::decision`]).
+    pub fn into_decision(self) -> (ApprovalDecision, Option<String>) {
+        match self {
+            Self::Decision { decision, reason } => (decision, reason),
+            Self::Form { .. } => (self.decision(), None),
+        }
+    }
+
+    /// This reply as the answer to a form: a decision made instead (a timeout, a door
+    /// that cannot show forms) declines it, or dismisses it when the turn is to stop.
+    pub fn into_form(self) -> (FormAction, Option<serde_json::Value>) {
+        match self {
+            Self::Form { action, content } => (action, content),
+            Self::Decision { decision, .. } => match decision {
+                ApprovalDecision::Approved | ApprovalDecision::ApprovedForSession => {
+                    (FormAction::Accept, None)
+                }
+                ApprovalDecision::Denied | ApprovalDecision::TimedOut => {
+                    (FormAction::Decline, None)
+                }
+                ApprovalDecision::Abort => (FormAction::Cancel, None),
+            },
         }
     }
 }

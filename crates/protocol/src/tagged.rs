@@ -153,6 +153,10 @@ mod tests {
                 "output": null}),
             json!({"type": "context_compaction", "id": "i9", "status": "completed"}),
             json!({"type": "web_search", "id": "ws_1", "query": "rust landlock abi"}),
+            json!({"type": "mcp_tool_call", "id": "i10", "call_id": "c10", "server": "docs",
+                "tool": "search", "arguments": {"q": "x"}, "status": "completed",
+                "started": true, "result": {"content": [{"type": "text", "text": "hit"}],
+                    "isError": false}, "duration": {"secs": 0, "nanos": 7}}),
         ]
     }
 
@@ -179,6 +183,9 @@ mod tests {
                 "turn_id": "u1", "changes": {"/w/a.txt": {"type": "delete", "content": "x"}}}),
             json!({"type": "mcp_tool_call_approval_request", "item_id": "i6", "call_id": "c6",
                 "turn_id": "u1", "server": "docs", "tool": "search", "arguments": {"q": "x"}}),
+            json!({"type": "mcp_elicitation_request", "item_id": "i6", "call_id": "c6",
+                "turn_id": "u1", "server": "docs", "message": "Your name?",
+                "requested_schema": {"type": "object", "properties": {}}}),
             json!({"type": "approval_resolved", "item_id": "i4", "call_id": "c4",
                 "decision": "approved"}),
             json!({"type": "turn_diff", "unified_diff": "--- a\n+++ b\n"}),
@@ -189,6 +196,10 @@ mod tests {
             json!({"type": "turn_aborted", "turn_id": "u1", "reason": "interrupted"}),
             json!({"type": "turn_failed", "message": "model unreachable"}),
             json!({"type": "shutdown_complete"}),
+            json!({"type": "mcp_startup_update", "server": "docs",
+                "status": {"state": "failed", "error": "no such file"}}),
+            json!({"type": "mcp_startup_complete", "ready": ["a"],
+                "failed": [{"server": "docs", "error": "no such file"}], "cancelled": []}),
         ]
     }
 
@@ -220,7 +231,8 @@ mod tests {
             ThreadItem::EnteredReviewMode(_) => 6,
             ThreadItem::ExitedReviewMode(_) => 7,
             ThreadItem::ContextCompaction(_) => 8,
-            ThreadItem::WebSearch(_) => 9,
+            ThreadItem::WebSearch(_) => 10,
+            ThreadItem::McpToolCall(_) => 9,
         }
     }
 
@@ -238,6 +250,7 @@ mod tests {
                 crate::Question::Exec(_) => 8,
                 crate::Question::Patch(_) => 9,
                 crate::Question::McpToolCall(_) => 19,
+                crate::Question::McpElicitation(_) => 22,
             },
             ThreadEventMsg::ApprovalResolved(_) => 10,
             ThreadEventMsg::TurnDiff(_) => 11,
@@ -248,6 +261,8 @@ mod tests {
             ThreadEventMsg::TurnAborted(_) => 16,
             ThreadEventMsg::TurnFailed(_) => 17,
             ThreadEventMsg::ShutdownComplete => 18,
+            ThreadEventMsg::McpStartupUpdate(_) => 20,
+            ThreadEventMsg::McpStartupComplete(_) => 21,
         }
     }
 
@@ -272,12 +287,12 @@ mod tests {
 
     #[test]
     fn every_item_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadItem>(items(), item_kind, 10);
+        reads_back::<ThreadItem>(items(), item_kind, 11);
     }
 
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadEventMsg>(events(), event_kind, 20);
+        reads_back::<ThreadEventMsg>(events(), event_kind, 23);
     }
 
     #[test]

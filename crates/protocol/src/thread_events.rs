@@ -65,6 +65,10 @@ pub enum ThreadEventMsg {
     TurnFailed(ErrorEvent),
     /// The thread has stopped.
     ShutdownComplete,
+    /// An MCP server of the thread is starting, started or failed to.
+    McpStartupUpdate(crate::McpStartupUpdateEvent),
+    /// Every MCP server of the thread has started or failed.
+    McpStartupComplete(crate::McpStartupCompleteEvent),
     /// The turn waits for the user's answer to a question about one of its items. Written
     /// under the question kind's own tag (`exec_approval_request`, `patch_approval_request`,
     /// `mcp_tool_call_approval_request`), as the rollouts have always had them.
@@ -84,6 +88,7 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "exec_approval_request" => QuestionAsked(ExecApprovalRequest as QuestionAsked),
     "patch_approval_request" => QuestionAsked(PatchApprovalRequest as QuestionAsked),
     "mcp_tool_call_approval_request" => QuestionAsked(McpToolCallApproval as QuestionAsked),
+    "mcp_elicitation_request" => QuestionAsked(McpElicitation as QuestionAsked),
     "approval_resolved" => ApprovalResolved(ApprovalResolvedEvent),
     "turn_diff" => TurnDiff(TurnDiffEvent),
     "token_count" => TokenCount(TokenCountEvent),
@@ -93,6 +98,8 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "turn_aborted" => TurnAborted(TurnAbortedEvent),
     "turn_failed" => TurnFailed(ErrorEvent),
     "shutdown_complete" => ShutdownComplete,
+    "mcp_startup_update" => McpStartupUpdate(crate::McpStartupUpdateEvent),
+    "mcp_startup_complete" => McpStartupComplete(crate::McpStartupCompleteEvent),
 });
 
 impl ThreadEventMsg {
@@ -177,6 +184,11 @@ impl Serialize for QuestionAsked {
                 #[serde(flatten)]
                 request: &'a McpToolCallApprovalRequest,
             },
+            McpElicitationRequest {
+                item_id: &'a str,
+                #[serde(flatten)]
+                request: &'a crate::McpElicitationRequest,
+            },
         }
         let item_id = &self.item_id;
         match &self.question {
@@ -184,6 +196,9 @@ impl Serialize for QuestionAsked {
             Question::Patch(request) => Written::PatchApprovalRequest { item_id, request },
             Question::McpToolCall(request) => {
                 Written::McpToolCallApprovalRequest { item_id, request }
+            }
+            Question::McpElicitation(request) => {
+                Written::McpElicitationRequest { item_id, request }
             }
         }
         .serialize(serializer)
@@ -237,6 +252,23 @@ impl From<McpToolCallApproval> for QuestionAsked {
         Self {
             item_id: read.item_id,
             question: Question::McpToolCall(read.request),
+        }
+    }
+}
+
+/// How `mcp_elicitation_request` reads.
+#[derive(Deserialize)]
+struct McpElicitation {
+    item_id: String,
+    #[serde(flatten)]
+    request: crate::McpElicitationRequest,
+}
+
+impl From<McpElicitation> for QuestionAsked {
+    fn from(read: McpElicitation) -> Self {
+        Self {
+            item_id: read.item_id,
+            question: Question::McpElicitation(read.request),
         }
     }
 }

@@ -16,7 +16,8 @@
 //!   [`python312_with_app_server_sdks`] a Python 3.12 with the Python clients of Codex's
 //!   app-server, and [`NodeMcpSdk`] a Node installation of the MCP TypeScript SDK and of
 //!   OpenAI's Codex TypeScript SDK, for interoperability tests; [`NodeAcp`] the ACP
-//!   TypeScript SDK and Zed's `codex-acp` adapter.
+//!   TypeScript SDK and Zed's `codex-acp` adapter; [`NodeMcpServers`] the reference MCP
+//!   servers (`server-everything`, `server-filesystem`) deputy's MCP client is tested against.
 //! - [`HostileRepository`] is a git repository whose configuration runs programs that
 //!   leave marks outside it, for the tests that prove none of them runs unconfined.
 //! - [`random_input`] feeds the parsers' property tests: mutated samples, random JSON, a
@@ -67,8 +68,8 @@ pub use listening::ListeningServer;
 pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
 pub use node_env::{
     ACP_TS_SDK_VERSION, CODEX_TS_SDK_VERSION, MCP_CONFORMANCE_NEXT_VERSION,
-    MCP_CONFORMANCE_VERSION, MCP_TS_CLIENT_VERSION, MCP_TS_SDK_VERSION, NODE22_VERSION, NodeAcp,
-    NodeMcpSdk, NodeNetwork,
+    MCP_CONFORMANCE_VERSION, MCP_REFERENCE_SERVERS_VERSION, MCP_TS_CLIENT_VERSION,
+    MCP_TS_SDK_VERSION, NODE22_VERSION, NodeAcp, NodeMcpSdk, NodeMcpServers, NodeNetwork,
 };
 pub use process_memory::ProcessMemory;
 pub use python_env::{LARK_REQUIREMENT, MCP_SDK_REQUIREMENT, python_with_lark, python_with_mcp};

@@ -35,6 +35,9 @@ pub const MCP_CONFORMANCE_NEXT_VERSION: &str = "0.2.0-alpha.12";
 
 /// The Node release the conformance suite runs on (it needs Node 22; the machine's is older).
 pub const NODE22_VERSION: &str = "22.23.3";
+/// The release of the reference MCP servers (`server-everything`, `server-filesystem`)
+/// deputy's MCP client is tested against.
+pub const MCP_REFERENCE_SERVERS_VERSION: &str = "2026.8.31";
 
 /// A copy of the lockfile written once `npm ci` succeeded with it: an installation
 /// cut short never passes for a finished one.
@@ -82,6 +85,23 @@ const ACP_PACKAGES: Packages = Packages {
     package_json: include_str!("../acp-node/package.json"),
     package_lock: include_str!("../acp-node/package-lock.json"),
     packages: &[("@agentclientprotocol/sdk", ACP_TS_SDK_VERSION)],
+    omit_optional: false,
+};
+
+const MCP_SERVER_PACKAGES: Packages = Packages {
+    dir: "test-mcp-servers-node",
+    package_json: include_str!("../mcp-servers-node/package.json"),
+    package_lock: include_str!("../mcp-servers-node/package-lock.json"),
+    packages: &[
+        (
+            "@modelcontextprotocol/server-everything",
+            MCP_REFERENCE_SERVERS_VERSION,
+        ),
+        (
+            "@modelcontextprotocol/server-filesystem",
+            MCP_REFERENCE_SERVERS_VERSION,
+        ),
+    ],
     omit_optional: false,
 };
 
@@ -282,13 +302,44 @@ impl NodeNetwork {
     }
 }
 
+/// The reference MCP servers, installed for deputy's MCP client to use.
+#[derive(Debug, Clone)]
+pub struct NodeMcpServers {
+    dir: PathBuf,
+}
+
+impl NodeMcpServers {
+    /// `<workspace>/target/test-mcp-servers-node`, installing the servers there if needed
+    /// (see `mcp-servers-node/package-lock.json`); safe to call from many tests at once.
+    pub fn install() -> Result<Self, String> {
+        MCP_SERVER_PACKAGES.install().map(|dir| Self { dir })
+    }
+
+    /// The script of `server-everything`, run as `node <script> stdio|streamableHttp`.
+    pub fn everything(&self) -> PathBuf {
+        self.dir
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    }
+
+    /// The script of `server-filesystem`, run as `node <script> <allowed directory>…`.
+    pub fn filesystem(&self) -> PathBuf {
+        self.dir
+            .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_manifests_pin_the_versions_the_tests_are_written_against() {
-        for packages in [MCP_PACKAGES, ACP_PACKAGES, NETWORK_PACKAGES] {
+        for packages in [
+            MCP_PACKAGES,
+            ACP_PACKAGES,
+            NETWORK_PACKAGES,
+            MCP_SERVER_PACKAGES,
+        ] {
             let manifest: serde_json::Value = serde_json::from_str(packages.package_json).unwrap();
             let lock: serde_json::Value = serde_json::from_str(packages.package_lock).unwrap();
             for (package, version) in packages.packages {

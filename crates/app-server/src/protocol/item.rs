@@ -111,6 +111,56 @@ pub enum ThreadItem {
         /// What the search did, when known.
         action: Option<WebSearchAction>,
     },
+    /// A call of an MCP server's tool.
+    #[serde(rename_all = "camelCase")]
+    McpToolCall {
+        /// Item id.
+        id: String,
+        /// The server, as named in the configuration.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Where it stands.
+        status: McpToolCallStatus,
+        /// The arguments the model passed (null for none).
+        arguments: serde_json::Value,
+        /// The server's result, once it answered.
+        result: Option<McpToolCallResult>,
+        /// Why there is no result.
+        error: Option<McpToolCallError>,
+        /// How long the call took.
+        duration_ms: Option<i64>,
+    },
+}
+
+/// Where an MCP tool call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpToolCallStatus {
+    /// Waiting for approval, or running.
+    InProgress,
+    /// The server answered.
+    Completed,
+    /// No answer: declined, unavailable, timed out, stopped.
+    Failed,
+}
+
+/// An MCP server's answer to a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolCallResult {
+    /// Its content blocks, as MCP writes them.
+    pub content: Vec<serde_json::Value>,
+    /// Its structured result, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<serde_json::Value>,
+}
+
+/// Why an MCP tool call has no result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpToolCallError {
+    /// What happened.
+    pub message: String,
 }
 
 /// What a web search did.

@@ -377,6 +377,8 @@ server_notifications! {
     Warning => "warning" (WarningNotification);
     /// A server request was answered, timed out or withdrawn.
     ServerRequestResolved => "serverRequest/resolved" (ServerRequestResolvedNotification);
+    /// An MCP server of a thread is starting, started or failed to.
+    McpServerStatusUpdated => "mcpServer/startupStatus/updated" (McpServerStatusUpdatedNotification);
 }
 
 server_requests! {

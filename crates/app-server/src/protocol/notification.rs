@@ -250,3 +250,29 @@ pub struct ServerRequestResolvedNotification {
     /// The server request that no longer needs an answer.
     pub request_id: RequestId,
 }
+
+/// Params of `mcpServer/startupStatus/updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerStatusUpdatedNotification {
+    /// The server, as named in the configuration.
+    pub name: String,
+    /// Its startup state.
+    pub status: McpServerStartupState,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Where an MCP server's startup stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerStartupState {
+    /// Being started.
+    Starting,
+    /// Started: its tools are offered.
+    Ready,
+    /// Could not be started.
+    Failed,
+    /// Startup was given up.
+    Cancelled,
+}

@@ -6,6 +6,7 @@ mod event_latency;
 mod flood;
 mod http;
 mod idle_memory;
+mod mcp_tool;
 pub mod model;
 mod patch;
 mod resume;
@@ -21,7 +22,7 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
@@ -33,6 +34,7 @@ pub const NAMES: [&str; 11] = [
     "patch",
     "http-sessions",
     "http-overhead",
+    "mcp-tool-call",
 ];
 
 /// How long the handshake may take, start-up included.
@@ -71,6 +73,7 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
         "patch" => Box::new(patch::Patch::default()),
         "http-sessions" => Box::new(http::HttpSessions { sessions: 1000 }),
         "http-overhead" => Box::new(http::HttpOverhead),
+        "mcp-tool-call" => Box::new(mcp_tool::McpToolCall),
         _ => return None,
     })
 }

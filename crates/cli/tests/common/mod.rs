@@ -117,7 +117,7 @@ fn join(reader: std::thread::JoinHandle<String>) -> String {
 }
 
 /// Polls the child until it exits or `deadline` passes (`None`).
-fn wait_with_deadline(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
+pub fn wait_with_deadline(child: &mut Child, deadline: Duration) -> Option<ExitStatus> {
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("poll deputy") {

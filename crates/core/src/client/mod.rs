@@ -20,6 +20,7 @@ use std::time::Duration;
 use deputy_protocol::{CodexErrorInfo, ResponseItem, TokenUsage};
 
 pub use model_client::ModelClient;
+pub(crate) use model_client::install_crypto_provider;
 pub use stream::ResponseStream;
 pub use tool_spec::{FreeformTool, FunctionTool, Grammar, HostedTool, NamespaceTool, ToolSpec};
 

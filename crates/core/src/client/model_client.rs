@@ -294,7 +294,7 @@ fn http_client(endpoint: &Url) -> Result<reqwest::Client, ModelError> {
 }
 
 /// reqwest is built without a default crypto backend; deputy uses ring.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // Err means another part of the process already installed one, which serves as well.

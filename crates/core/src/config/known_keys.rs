@@ -7,6 +7,7 @@ use std::cell::Cell;
 use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
+use super::mcp_servers::RawMcpServer;
 use super::model_settings::ToolsToml;
 use super::{ConfigToml, ModelFamilyOverride, ModelProviderInfo, SandboxWorkspaceWrite};
 use crate::exec_env::ShellEnvironmentPolicy;
@@ -34,7 +35,6 @@ const CODEX_ONLY_KEYS: &[&str] = &[
     "history",
     "instructions",
     "mcp_oauth_credentials_store",
-    "mcp_servers",
     "model_max_output_tokens",
     "model_reasoning_summary_format",
     "notice",
@@ -58,6 +58,9 @@ const CODEX_ONLY_PROVIDER_KEYS: &[&str] = &[
     "supports_websockets",
 ];
 
+/// Keys of a Codex `[mcp_servers.*]` table that deputy reads without using (OAuth login).
+const CODEX_ONLY_MCP_SERVER_KEYS: &[&str] = &["oauth_resource", "scopes"];
+
 /// The warning for `path` (dotted, as `serde_ignored` reports it), a key no table has.
 pub(super) fn unknown_key_warning(path: &str) -> String {
     let (table, key) = path.rsplit_once('.').unwrap_or(("", path));
@@ -68,6 +71,7 @@ pub(super) fn unknown_key_warning(path: &str) -> String {
         Some(Table::Provider) => (fields_of::<ModelProviderInfo>(), CODEX_ONLY_PROVIDER_KEYS),
         Some(Table::Tools) => (fields_of::<ToolsToml>(), &[]),
         Some(Table::ModelFamily) => (fields_of::<ModelFamilyOverride>(), &[]),
+        Some(Table::McpServer) => (fields_of::<RawMcpServer>(), CODEX_ONLY_MCP_SERVER_KEYS),
         None => (&[], &[]),
     };
     if codex_only.contains(&key) {
@@ -100,6 +104,7 @@ enum Table {
     Provider,
     Tools,
     ModelFamily,
+    McpServer,
 }
 
 fn table_kind(table: &str) -> Option<Table> {
@@ -110,6 +115,7 @@ fn table_kind(table: &str) -> Option<Table> {
         ["model_providers", _] => Some(Table::Provider),
         ["tools"] => Some(Table::Tools),
         ["model_families", _] => Some(Table::ModelFamily),
+        ["mcp_servers", _] => Some(Table::McpServer),
         _ => None,
     }
 }

@@ -6,6 +6,7 @@
 //! same keys with the same meaning.
 
 mod known_keys;
+mod mcp_servers;
 mod model_list;
 mod model_settings;
 mod overrides;
@@ -20,6 +21,10 @@ use serde::Deserialize;
 
 use crate::exec_env::ShellEnvironmentPolicy;
 
+pub use mcp_servers::{
+    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
+    check_server_name as check_mcp_server_name,
+};
 pub use model_list::{ConfiguredModel, configured_models};
 pub use model_settings::{
     ApplyPatchSetting, ModelFamilyOverride, ReasoningSummary, ShellToolSetting, Verbosity,
@@ -140,6 +145,8 @@ struct ConfigToml {
     #[serde(default)]
     model_providers: BTreeMap<String, ModelProviderInfo>,
     #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServerConfig>,
+    #[serde(default)]
     #[expect(dead_code, reason = "declared for key validation only")]
     profiles: BTreeMap<String, toml::Table>,
 }
@@ -236,6 +243,8 @@ pub struct Config {
     pub model_families: BTreeMap<String, ModelFamilyOverride>,
     /// The selected profile, if any.
     pub profile: Option<String>,
+    /// `[mcp_servers]`: the MCP servers whose tools the model is offered, by name.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// The executable that confines commands (deputy itself); `None` means
     /// sandboxed commands cannot run (fail closed).
     pub sandbox_launcher: Option<PathBuf>,
@@ -484,6 +493,9 @@ impl ConfigLayers {
                 self.deputy_home.join("config.toml").display()
             ))
         })?;
+        for name in toml.mcp_servers.keys() {
+            mcp_servers::check_server_name(name).map_err(ConfigError::Semantic)?;
+        }
         let cwd = resolve_cwd(o.cwd.as_deref())?;
         let model = o
             .model
@@ -559,6 +571,7 @@ impl ConfigLayers {
                 .unwrap_or(true),
             model_families: toml.model_families,
             profile,
+            mcp_servers: toml.mcp_servers,
             sandbox_launcher: None,
             sandbox_private_tmp: None,
             warnings: Vec::new(),

@@ -287,12 +287,12 @@ pub async fn run_command(
 
 /// The commands' launchers (or the commands themselves, where there is no launcher) this
 /// process started and has not waited for yet: not escaped, though in sessions of their own.
-static OWN_CHILDREN: OwnChildren = OwnChildren::new();
+pub(crate) static OWN_CHILDREN: OwnChildren = OwnChildren::new();
 
 /// Makes deputy the child subreaper of its commands (once, before the first one starts): what
 /// escapes a launcher — an unconfined command can kill its own — is re-parented to deputy
 /// instead of init, and [`kill_escaped`] finds it.
-fn adopt_orphans() {
+pub(crate) fn adopt_orphans() {
     static ADOPTING: std::sync::Once = std::sync::Once::new();
     ADOPTING.call_once(|| {
         if let Err(err) = deputy_sandbox::adopt_orphans() {

@@ -205,7 +205,9 @@ fn is_forwarded(msg: &ThreadEventMsg) -> bool {
         | ThreadEventMsg::TurnComplete(_)
         | ThreadEventMsg::TurnAborted(_)
         | ThreadEventMsg::TurnFailed(_)
-        | ThreadEventMsg::ShutdownComplete => false,
+        | ThreadEventMsg::ShutdownComplete
+        | ThreadEventMsg::McpStartupUpdate(_)
+        | ThreadEventMsg::McpStartupComplete(_) => false,
     }
 }
 
@@ -225,6 +227,8 @@ fn start_reviewer(
     reviewer.approval_policy = AskForApproval::Never;
     reviewer.sandbox_mode = SandboxMode::ReadOnly;
     reviewer.sandbox_workspace_write.network_access = false;
+    // The reviewer reads; MCP tools run outside the sandbox and may write.
+    reviewer.mcp_servers.clear();
     reviewer.base_instructions = Some(REVIEW_PROMPT.to_string());
     reviewer.developer_instructions = None;
     reviewer.include_plan_tool = false;

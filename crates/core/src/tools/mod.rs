@@ -8,7 +8,9 @@ mod spec;
 mod view_image;
 
 pub(crate) use patch::finish_interrupted as finish_interrupted_patch;
-pub(crate) use registry::{ThreadTools, ToolCall, ToolHandler, ToolRegistry, ToolRegistryError};
+pub(crate) use registry::{
+    ThreadTools, ToolCall, ToolHandler, ToolPayload, ToolRegistry, ToolRegistryError,
+};
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
 };

@@ -89,7 +89,9 @@ impl Snapshot {
             | ThreadEventMsg::TokenCount(_)
             | ThreadEventMsg::StreamError(_)
             | ThreadEventMsg::Warning(_)
-            | ThreadEventMsg::ShutdownComplete => None,
+            | ThreadEventMsg::ShutdownComplete
+            | ThreadEventMsg::McpStartupUpdate(_)
+            | ThreadEventMsg::McpStartupComplete(_) => None,
         };
         for codex in codex_events(event) {
             self.entries.push(Entry {
@@ -170,8 +172,33 @@ fn bounded(mut msg: EventMsg) -> EventMsg {
         | EventMsg::WebSearchBegin(_)
         | EventMsg::WebSearchEnd(_)
         | EventMsg::ShutdownComplete => {}
+        // An MCP tool's result may hold large text and images.
+        EventMsg::McpToolCallEnd(e) => match &mut e.result {
+            Ok(result) => {
+                for block in &mut result.content {
+                    cut_json(block);
+                }
+                if let Some(structured) = &mut result.structured_content {
+                    cut_json(structured);
+                }
+            }
+            Err(message) => cut(message),
+        },
+        EventMsg::McpToolCallBegin(_)
+        | EventMsg::McpStartupUpdate(_)
+        | EventMsg::McpStartupComplete(_) => {}
     }
     msg
+}
+
+/// Every string in `value` cut to [`FIELD_BYTES`].
+fn cut_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => cut(text),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(cut_json),
+        serde_json::Value::Object(map) => map.values_mut().for_each(cut_json),
+        serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {}
+    }
 }
 
 fn cut_changes(changes: &mut BTreeMap<PathBuf, FileChange>) {
