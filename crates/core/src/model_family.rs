@@ -19,6 +19,9 @@ const BASE_INSTRUCTIONS: &str = include_str!("prompts/base_instructions.md");
 pub enum ShellToolKind {
     /// `shell` (an argv) and `shell_command` (a `bash -lc` script), both one-shot.
     ShellAndShellCommand,
+    /// `exec_command` + `write_stdin`: commands that may outlive the call, on a terminal
+    /// when asked (the coding models, as Codex offers them).
+    UnifiedExec,
 }
 
 /// How `apply_patch` is offered.
@@ -120,7 +123,12 @@ impl ModelFamily {
             family: row.map_or("", |row| row.prefix),
             context_window: row.map(|row| row.context_window),
             base_instructions: Cow::Borrowed(BASE_INSTRUCTIONS),
-            shell_tool: ShellToolKind::ShellAndShellCommand,
+            // The coding models are trained on unified exec.
+            shell_tool: if name.starts_with("gpt-5") && name.contains("-codex") {
+                ShellToolKind::UnifiedExec
+            } else {
+                ShellToolKind::ShellAndShellCommand
+            },
             apply_patch_tool: ApplyPatchToolKind::Function,
             plan_tool: true,
             images: row.is_some_and(|row| row.images),
@@ -178,6 +186,11 @@ mod tests {
         let gpt5 = ModelFamily::builtin("openai/GPT-5-codex");
         assert_eq!(gpt5.family, "gpt-5");
         assert!(gpt5.images && gpt5.web_search);
+        assert_eq!(gpt5.shell_tool, ShellToolKind::UnifiedExec);
+        assert_eq!(
+            ModelFamily::builtin("gpt-5").shell_tool,
+            ShellToolKind::ShellAndShellCommand
+        );
     }
 
     #[test]

@@ -155,6 +155,7 @@ fn exec_begin(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandBeginEven
         command: cmd.command.clone(),
         cwd: cmd.cwd.clone(),
         parsed_cmd: cmd.parsed_cmd.clone(),
+        process_id: cmd.process_id.clone(),
     }
 }
 
@@ -177,6 +178,7 @@ fn exec_end(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandEndEvent {
                 ExecCommandStatus::Failed
             }
         },
+        process_id: cmd.process_id.clone(),
     }
 }
 
