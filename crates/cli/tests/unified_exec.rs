@@ -18,6 +18,8 @@ mod outside;
 #[macro_use]
 #[path = "common/sandbox_cli.rs"]
 mod sandbox_cli;
+#[path = "common/injection.rs"]
+mod injection;
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -299,4 +301,87 @@ fn interrupting_the_turn_stops_every_session() {
         p["item"]["type"] == "commandExecution"
     });
     assert!(item["item"]["processId"].is_string(), "{item}");
+}
+
+/// Runs a turn in which the model calls `exec_command` once with `args` under `sandbox`;
+/// returns that call's output.
+fn one_exec_command(sandbox: &str, args: Value) -> String {
+    let model = MockModelServer::start();
+    model.push(exec_command("call", args));
+    model.push(MockResponse::text_turn("done"));
+    let home = home_for(&model, sandbox);
+    run_exec(&home).assert_code(0);
+    final_outputs(&model).join("\n")
+}
+
+#[test]
+fn exec_command_cannot_write_outside_the_workspace_in_a_confined_mode() {
+    require_sandbox!();
+    let outside = outside::outside_dir();
+    let dir = outside.path().to_str().expect("utf-8 path").to_string();
+    for mode in sandbox_cli::CONFINED_MODES {
+        for tty in [false, true] {
+            let target = outside.path().join(format!("{mode}-{tty}.txt"));
+            let output = one_exec_command(
+                mode,
+                json!({"cmd": format!("echo escaped > '{}'", target.display()), "tty": tty}),
+            );
+            assert!(!target.exists(), "{mode}, tty {tty}: wrote {target:?}: {output}");
+            assert!(output.contains("Process exited with code 1"), "{output}");
+            // A workdir outside the workspace grants nothing either.
+            let output = one_exec_command(
+                mode,
+                json!({"cmd": "echo escaped > from-workdir.txt", "workdir": dir, "tty": tty}),
+            );
+            let from_workdir = outside.path().join("from-workdir.txt");
+            assert!(!from_workdir.exists(), "{mode}, tty {tty}: {output}");
+        }
+    }
+    // The control: unconfined, the same command does write there.
+    let target = outside.path().join("unconfined.txt");
+    one_exec_command(
+        "danger-full-access",
+        json!({"cmd": format!("echo escaped > '{}'", target.display()), "tty": true}),
+    );
+    assert!(target.exists(), "the control did not write {target:?}");
+}
+
+#[test]
+fn no_exec_command_injects_into_the_terminal_deputy_runs_on_in_any_mode() {
+    require_sandbox!();
+    if !injection::has_pty() {
+        return;
+    }
+    let control = injection::on_pty(&[python(), "-c", injection::INJECT]);
+    if sandbox_cli::stdout(&control).trim() == "queued=b''" {
+        eprintln!("skipping: this kernel refuses TIOCSTI (dev.tty.legacy_tiocsti = 0)");
+        return;
+    }
+    for mode in ["read-only", "workspace-write", "danger-full-access"] {
+        for tty in [false, true] {
+            let model = MockModelServer::start();
+            model.push(exec_command(
+                "inject",
+                json!({"cmd": format!("{} inject.py", python()), "tty": tty, "yield_time_ms": 5000}),
+            ));
+            model.push(MockResponse::text_turn("done"));
+            let home = home_for(&model, mode);
+            std::fs::write(home.workspace().join("inject.py"), injection::INJECT)
+                .expect("write the injector");
+            let run = home
+                .command(python())
+                .args(["-c", injection::PTY_RUN, DEPUTY, "exec", "--json", "-m", MODEL, "go"])
+                .env_remove("TMPDIR")
+                .output()
+                .expect("run the pty driver");
+            let said = final_outputs(&model).join("\n");
+            assert!(said.contains("/dev/tty"), "{mode}, tty {tty}: did not run: {said}");
+            assert!(!said.contains("injected"), "{mode}, tty {tty}: {said}");
+            assert_eq!(
+                sandbox_cli::stdout(&run).trim(),
+                "queued=b''",
+                "{mode}, tty {tty}: bytes were pushed into deputy's terminal: {said}"
+            );
+        }
+    }
 }
