@@ -385,3 +385,43 @@ fn no_exec_command_injects_into_the_terminal_deputy_runs_on_in_any_mode() {
         }
     }
 }
+
+#[test]
+fn the_seventeenth_session_closes_the_oldest_idle_one_and_none_outlives_deputy() {
+    let markers: Vec<String> = (0..17).map(|i| unique_marker(&format!("uexec-cap{i}"))).collect();
+    let commands: Vec<String> = markers.iter().map(|m| long_runner(m)).collect();
+    let model = scripted(move |outputs| match outputs.len() {
+        n @ 0..17 => exec_command(
+            &format!("start-{n}"),
+            json!({"cmd": commands[n], "yield_time_ms": 50}),
+        ),
+        17 => write_stdin(
+            "first",
+            json!({"session_id": session_of(&outputs[0]), "yield_time_ms": 50}),
+        ),
+        18 => write_stdin(
+            "second",
+            json!({"session_id": session_of(&outputs[1]), "yield_time_ms": 50}),
+        ),
+        _ => MockResponse::text_turn("done"),
+    });
+    let home = home_for(&model, "danger-full-access");
+    run_exec(&home).assert_code(0);
+    let outputs = final_outputs(&model);
+    assert_eq!(outputs.len(), 19, "{outputs:?}");
+    let first = session_of(&outputs[0]);
+    assert!(
+        outputs[16].contains(&format!("Session {first} (the oldest idle one) was closed")),
+        "{}",
+        outputs[16]
+    );
+    assert!(
+        outputs[17].contains(&format!("Unknown session_id {first}")),
+        "{}",
+        outputs[17]
+    );
+    assert!(outputs[18].contains("Process running"), "{}", outputs[18]);
+    for marker in &markers {
+        assert_gone(marker, "deputy exec has exited");
+    }
+}
