@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SessionId,
 };
 use deputy_core::driver::{Approver, Asked};
-use deputy_protocol::{ApprovalDecision, Reply};
+use deputy_protocol::{ApprovalDecision, Question, Reply};
 
 use crate::translate::permission_tool_call;
 
@@ -66,13 +66,22 @@ impl Approver for ClientApprover {
             .iter()
             .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
             .collect();
-        let asked = RequestPermissionRequest::new(
-            self.session_id.clone(),
-            permission_tool_call(&asked),
-            options,
-        );
-        let pending = self.client.send_request(asked).block_task();
+        // ACP asks permissions, not questions: the model's own questions go unanswered.
+        let request = match &asked.question {
+            Question::UserInput(_) => None,
+            Question::Exec(_) | Question::Patch(_) | Question::McpToolCall(_) => {
+                Some(RequestPermissionRequest::new(
+                    self.session_id.clone(),
+                    permission_tool_call(&asked),
+                    options,
+                ))
+            }
+        };
+        let pending = request.map(|request| self.client.send_request(request).block_task());
         async move {
+            let Some(pending) = pending else {
+                return Reply::denied("an ACP client cannot be asked questions");
+            };
             match pending.await {
                 Ok(response) => decision(&response.outcome),
                 Err(error) => Reply::denied(format!(
@@ -137,7 +146,7 @@ mod tests {
             RequestPermissionOutcome::Cancelled,
             selected("allow_forever"),
         ] {
-            let Reply::Decision { decision, reason } = decision(&outcome);
+            let (decision, reason) = decision(&outcome).into_decision();
             assert_eq!(decision, ApprovalDecision::Denied, "{outcome:?}");
             assert!(reason.is_some(), "{outcome:?}");
         }

@@ -238,6 +238,7 @@ impl Approver for TerminalApprover {
                 Question::Exec(req) => approval_prompt::ask_exec(req).await,
                 Question::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
                 Question::McpToolCall(req) => approval_prompt::ask_mcp_tool_call(req).await,
+                Question::UserInput(req) => approval_prompt::ask_user_input(req).await,
             }
         }
     }

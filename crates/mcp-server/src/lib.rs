@@ -23,6 +23,7 @@ mod stdio;
 mod tool_catalogue;
 mod transport;
 mod turn_runner;
+mod user_input;
 mod wire;
 
 use std::path::PathBuf;

@@ -211,8 +211,21 @@ impl Approver for ElicitationApprover {
 
     fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
         let peer = self.peer.clone();
+        // An approval's answer is a decision; the model's questions are answered in words.
+        let read: Box<dyn Fn(&serde_json::Value) -> Reply + Send> = match &asked.question {
+            Question::UserInput(request) => {
+                let request = request.clone();
+                Box::new(move |reply| crate::user_input::read_reply(&request, reply))
+            }
+            Question::Exec(_) | Question::Patch(_) | Question::McpToolCall(_) => {
+                Box::new(|reply| match wire::parse_approval_reply(reply) {
+                    ApprovalReply::Decided(decision) => Reply::decided(decision),
+                    ApprovalReply::Malformed(why) => Reply::denied(why),
+                })
+            }
+        };
         let params = elicitation_params(asked, self.tool_call_id.clone(), &self.cwd);
-        async move { elicit(&peer, &params).await }
+        async move { elicit(&peer, &params, read).await }
     }
 
     // Dropping the elicitation's wait withdraws it (`notifications/cancelled`).
@@ -226,6 +239,7 @@ const NO_ELICITATION: &str =
 /// The elicitation for a question: Codex's fields beside the standard ones.
 fn elicitation_params(asked: Asked, tool_call_id: String, cwd: &Path) -> ApprovalElicitationParams {
     let call_id = asked.call_id().to_string();
+    let mut requested_schema = wire::decision_schema();
     let (message, elicitation, details) = match asked.question {
         Question::Exec(req) => {
             let command = escape_command_for_display(&req.command);
@@ -265,10 +279,18 @@ fn elicitation_params(asked: Asked, tool_call_id: String, cwd: &Path) -> Approva
                 codex_reason: req.reason,
             },
         ),
+        Question::UserInput(req) => {
+            requested_schema = crate::user_input::schema(&req);
+            (
+                crate::user_input::message(&req),
+                "request-user-input",
+                ApprovalDetails::UserInput {},
+            )
+        }
     };
     ApprovalElicitationParams {
         message,
-        requested_schema: wire::decision_schema(),
+        requested_schema,
         thread_id: asked.thread_id,
         codex_elicitation: elicitation,
         codex_mcp_tool_call_id: tool_call_id,
@@ -389,7 +411,11 @@ impl Drop for WithdrawOnDrop {
 /// Sends the elicitation and reads the decision. Anything but a clear answer
 /// is a denial with the reason spelled out; the driver's approval timeout
 /// covers a client that never answers (dropping this withdraws the question).
-async fn elicit(peer: &Peer<RoleServer>, params: &ApprovalElicitationParams) -> Reply {
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    params: &ApprovalElicitationParams,
+    read: Box<dyn Fn(&serde_json::Value) -> Reply + Send>,
+) -> Reply {
     let supports_elicitation = peer
         .peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some());
@@ -426,8 +452,5 @@ async fn elicit(peer: &Peer<RoleServer>, params: &ApprovalElicitationParams) -> 
             ));
         }
     };
-    match wire::parse_approval_reply(&reply) {
-        ApprovalReply::Decided(decision) => Reply::decided(decision),
-        ApprovalReply::Malformed(why) => Reply::denied(why),
-    }
+    read(&reply)
 }

@@ -116,7 +116,7 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             Question::Exec(q) => vec![EventMsg::ExecApprovalRequest(q.clone())],
             Question::Patch(q) => vec![EventMsg::ApplyPatchApprovalRequest(q.clone())],
             // Codex has no event for it: each front door asks it through its approver.
-            Question::McpToolCall(_) => Vec::new(),
+            Question::McpToolCall(_) | Question::UserInput(_) => Vec::new(),
         },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
@@ -227,6 +227,7 @@ mod tests {
             aggregated_output: "a\n".into(),
             duration: None,
             formatted_output: "Exit code: 0".into(),
+            process_id: None,
         })
     }
 

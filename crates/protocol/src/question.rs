@@ -20,6 +20,9 @@ pub enum Question {
     Patch(ApplyPatchApprovalRequestEvent),
     /// May this tool of an MCP server be called?
     McpToolCall(McpToolCallApprovalRequest),
+    /// The model's own questions to the user (`request_user_input`); answered with
+    /// [`Reply::Answers`], or not at all (any decision means no answer).
+    UserInput(UserInputRequest),
 }
 
 impl Question {
@@ -29,6 +32,7 @@ impl Question {
             Self::Exec(q) => &q.call_id,
             Self::Patch(q) => &q.call_id,
             Self::McpToolCall(q) => &q.call_id,
+            Self::UserInput(q) => &q.call_id,
         }
     }
 
@@ -38,6 +42,7 @@ impl Question {
             Self::Exec(q) => &q.turn_id,
             Self::Patch(q) => &q.turn_id,
             Self::McpToolCall(q) => &q.turn_id,
+            Self::UserInput(q) => &q.turn_id,
         }
     }
 
@@ -47,6 +52,7 @@ impl Question {
             Self::Exec(_) => "command",
             Self::Patch(_) => "patch",
             Self::McpToolCall(_) => "MCP tool call",
+            Self::UserInput(_) => "question to the user",
         }
     }
 }
@@ -70,6 +76,41 @@ pub struct McpToolCallApprovalRequest {
     pub reason: Option<String>,
 }
 
+/// Questions the model asks the user, each answered by choosing an option or in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserInputRequest {
+    /// The model's tool call id.
+    pub call_id: String,
+    /// The turn's id.
+    pub turn_id: String,
+    /// The questions, in order.
+    pub questions: Vec<UserInputQuestion>,
+}
+
+/// One question of a [`UserInputRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserInputQuestion {
+    /// Names the question in the answers.
+    pub id: String,
+    /// A short title.
+    pub header: String,
+    /// The question itself.
+    pub question: String,
+    /// The choices offered (none: a free answer).
+    #[serde(default)]
+    pub options: Vec<UserInputOption>,
+}
+
+/// One choice of a [`UserInputQuestion`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserInputOption {
+    /// What the user picks; the answer when picked.
+    pub label: String,
+    /// What picking it means.
+    #[serde(default)]
+    pub description: String,
+}
+
 /// The answer to a [`Question`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -82,6 +123,11 @@ pub enum Reply {
         /// Why it was decided without the user, if so.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// The user's answers to a [`Question::UserInput`], by question id.
+    Answers {
+        /// Question id → the answer (an option's label, or the user's words).
+        answers: std::collections::BTreeMap<String, String>,
     },
 }
 
@@ -102,10 +148,23 @@ impl Reply {
         }
     }
 
-    /// The decision this reply stands for.
+    /// The decision this reply stands for (answers stand for consent).
     pub fn decision(&self) -> ApprovalDecision {
         match self {
             Self::Decision { decision, .. } => *decision,
+            Self::Answers { .. } => ApprovalDecision::Approved,
+        }
+    }
+
+    /// The reply as an approval: its decision and why nobody decided, if so. Answers
+    /// where a decision was asked for decide nothing: they deny.
+    pub fn into_decision(self) -> (ApprovalDecision, Option<String>) {
+        match self {
+            Self::Decision { decision, reason } => (decision, reason),
+            Self::Answers { .. } => (
+                ApprovalDecision::Denied,
+                Some("the reply answered questions instead of deciding".to_string()),
+            ),
         }
     }
 }

@@ -178,6 +178,9 @@ mod tests {
                 "turn_id": "u1", "changes": {"/w/a.txt": {"type": "delete", "content": "x"}}}),
             json!({"type": "mcp_tool_call_approval_request", "item_id": "i6", "call_id": "c6",
                 "turn_id": "u1", "server": "docs", "tool": "search", "arguments": {"q": "x"}}),
+            json!({"type": "user_input_request", "item_id": "i7", "call_id": "c7",
+                "turn_id": "u1", "questions": [{"id": "q1", "header": "Db", "question": "Which?",
+                "options": [{"label": "sqlite", "description": "a file"}]}]}),
             json!({"type": "approval_resolved", "item_id": "i4", "call_id": "c4",
                 "decision": "approved"}),
             json!({"type": "turn_diff", "unified_diff": "--- a\n+++ b\n"}),
@@ -236,6 +239,7 @@ mod tests {
                 crate::Question::Exec(_) => 8,
                 crate::Question::Patch(_) => 9,
                 crate::Question::McpToolCall(_) => 19,
+                crate::Question::UserInput(_) => 20,
             },
             ThreadEventMsg::ApprovalResolved(_) => 10,
             ThreadEventMsg::TurnDiff(_) => 11,
@@ -275,7 +279,7 @@ mod tests {
 
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadEventMsg>(events(), event_kind, 20);
+        reads_back::<ThreadEventMsg>(events(), event_kind, 21);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, ErrorEvent, ExecApprovalRequestEvent,
     ExecOutputStream, McpToolCallApprovalRequest, Question, SessionConfiguredEvent,
+    UserInputRequest,
     StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadItem, TokenCountEvent,
     TurnAbortedEvent, TurnDiffEvent, WarningEvent,
 };
@@ -84,6 +85,7 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "exec_approval_request" => QuestionAsked(ExecApprovalRequest as QuestionAsked),
     "patch_approval_request" => QuestionAsked(PatchApprovalRequest as QuestionAsked),
     "mcp_tool_call_approval_request" => QuestionAsked(McpToolCallApproval as QuestionAsked),
+    "user_input_request" => QuestionAsked(UserInput as QuestionAsked),
     "approval_resolved" => ApprovalResolved(ApprovalResolvedEvent),
     "turn_diff" => TurnDiff(TurnDiffEvent),
     "token_count" => TokenCount(TokenCountEvent),
@@ -177,6 +179,11 @@ impl Serialize for QuestionAsked {
                 #[serde(flatten)]
                 request: &'a McpToolCallApprovalRequest,
             },
+            UserInputRequest {
+                item_id: &'a str,
+                #[serde(flatten)]
+                request: &'a UserInputRequest,
+            },
         }
         let item_id = &self.item_id;
         match &self.question {
@@ -185,6 +192,7 @@ impl Serialize for QuestionAsked {
             Question::McpToolCall(request) => {
                 Written::McpToolCallApprovalRequest { item_id, request }
             }
+            Question::UserInput(request) => Written::UserInputRequest { item_id, request },
         }
         .serialize(serializer)
     }
@@ -237,6 +245,23 @@ impl From<McpToolCallApproval> for QuestionAsked {
         Self {
             item_id: read.item_id,
             question: Question::McpToolCall(read.request),
+        }
+    }
+}
+
+/// How `user_input_request` reads.
+#[derive(Deserialize)]
+struct UserInput {
+    item_id: String,
+    #[serde(flatten)]
+    request: UserInputRequest,
+}
+
+impl From<UserInput> for QuestionAsked {
+    fn from(read: UserInput) -> Self {
+        Self {
+            item_id: read.item_id,
+            question: Question::UserInput(read.request),
         }
     }
 }

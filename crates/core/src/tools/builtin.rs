@@ -37,6 +37,9 @@ pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {
     if family.plan_tool {
         tools.push(Arc::new(UpdatePlan));
     }
+    if family.user_input_tool {
+        tools.push(Arc::new(super::request_user_input::RequestUserInput));
+    }
     tools
 }
 

@@ -3,6 +3,7 @@
 mod builtin;
 mod patch;
 mod registry;
+mod request_user_input;
 mod shell;
 mod spec;
 mod unified_exec;

@@ -11,7 +11,7 @@ use deputy_apply_patch::{
 };
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, FileChange, FileChangeItem, PatchApplyStatus,
-    Question, Reply, SandboxMode, ThreadEventMsg, ThreadItem, TurnDiffEvent,
+    Question, SandboxMode, ThreadEventMsg, ThreadItem, TurnDiffEvent,
 };
 use tokio::sync::watch;
 
@@ -168,7 +168,7 @@ async fn ask(
             .then(|| "the patch writes outside the sandbox's writable roots".to_string()),
         grant_root: None,
     });
-    let Reply::Decision { decision, reason } = ctx.ask(&item.0.id, question).await;
+    let (decision, reason) = ctx.ask(&item.0.id, question).await.into_decision();
     match decision {
         ApprovalDecision::Approved => Ok(None),
         ApprovalDecision::ApprovedForSession => {

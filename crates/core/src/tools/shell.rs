@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use deputy_protocol::{
     ApprovalDecision, CommandExecutionItem, CommandExecutionStatus, CommandOutputDeltaEvent,
-    ExecApprovalRequestEvent, Question, Reply, ThreadEventMsg, ThreadItem,
+    ExecApprovalRequestEvent, Question, ThreadEventMsg, ThreadItem,
 };
 
 use crate::approval::CommandApproval;
@@ -151,7 +151,7 @@ async fn ask(
         reason,
         parsed_cmd: item.0.parsed_cmd.clone(),
     });
-    let Reply::Decision { decision, reason } = ctx.ask(&item.0.id, question).await;
+    let (decision, reason) = ctx.ask(&item.0.id, question).await.into_decision();
     match decision {
         ApprovalDecision::Approved => Ok(None),
         ApprovalDecision::ApprovedForSession => {

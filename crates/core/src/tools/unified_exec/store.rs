@@ -70,12 +70,6 @@ impl Sessions {
         let live = std::mem::take(&mut lock(&self.0).live);
         drop(live);
     }
-
-    /// How many sessions are live.
-    #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
-        lock(&self.0).live.len()
-    }
 }
 
 impl Inner {
