@@ -9,6 +9,7 @@ pub mod model;
 mod patch;
 mod resume;
 mod turns;
+mod unified_exec;
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
@@ -30,6 +31,7 @@ pub const NAMES: [&str; 9] = [
     "output-flood",
     "resume",
     "patch",
+    "unified-exec",
 ];
 
 /// How long the handshake may take, start-up included.
@@ -66,6 +68,7 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
         "output-flood" => Box::new(flood::OutputFlood),
         "resume" => Box::new(resume::Resume::default()),
         "patch" => Box::new(patch::Patch::default()),
+        "unified-exec" => Box::new(unified_exec::UnifiedExec),
         _ => return None,
     })
 }

@@ -251,7 +251,7 @@ async fn exec_command(
             item.aggregated_output = err.to_string();
             item.duration = Some(Duration::ZERO);
             item.formatted_output = text.clone();
-            ctx.item_started(ThreadItem::CommandExecution(item.clone()));
+            ctx.item_updated(ThreadItem::CommandExecution(item.clone()));
             ctx.item_completed(ThreadItem::CommandExecution(item));
             return Ok(text);
         }
