@@ -10,7 +10,10 @@
 )]
 
 mod common;
-#[allow(dead_code, reason = "the app-server tests' harness; this file uses a part")]
+#[allow(
+    dead_code,
+    reason = "the app-server tests' harness; this file uses a part"
+)]
 #[path = "app_server/harness.rs"]
 mod harness;
 
@@ -65,7 +68,10 @@ fn the_app_server_asks_item_tool_request_user_input_and_the_answer_reaches_the_m
     );
     assert_eq!(server.turn_completed(&turn)["turn"]["status"], "completed");
     let answers: Value = serde_json::from_str(&told(&server.model)).unwrap();
-    assert_eq!(answers, json!({"answers": {"db": {"answers": ["postgres"]}}}));
+    assert_eq!(
+        answers,
+        json!({"answers": {"db": {"answers": ["postgres"]}}})
+    );
 }
 
 /// A home for `model` whose default model is offered `request_user_input`.
@@ -93,10 +99,17 @@ fn deputy_exec_asks_on_its_terminal_and_a_number_picks_an_option() {
         "2\n",
     ));
     run.assert_code(0);
-    assert!(run.stderr.contains("Database: Which one?"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Database: Which one?"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("1. sqlite"), "{}", run.stderr);
     let answers: Value = serde_json::from_str(&told(&model)).unwrap();
-    assert_eq!(answers, json!({"answers": {"db": {"answers": ["postgres"]}}}));
+    assert_eq!(
+        answers,
+        json!({"answers": {"db": {"answers": ["postgres"]}}})
+    );
 }
 
 #[test]

@@ -10,7 +10,10 @@
 )]
 
 mod common;
-#[allow(dead_code, reason = "the app-server tests' harness; this file uses a part")]
+#[allow(
+    dead_code,
+    reason = "the app-server tests' harness; this file uses a part"
+)]
 #[path = "app_server/harness.rs"]
 mod harness;
 #[path = "common/outside.rs"]
@@ -202,9 +205,17 @@ fn tty_true_runs_the_command_on_a_terminal_and_tty_false_does_not() {
     run_exec(&home).assert_code(0);
     let outputs = final_outputs(&model);
     assert!(outputs[0].contains("/dev/pts/"), "{}", outputs[0]);
-    assert!(outputs[0].contains("stdout-is-a-terminal"), "{}", outputs[0]);
+    assert!(
+        outputs[0].contains("stdout-is-a-terminal"),
+        "{}",
+        outputs[0]
+    );
     assert!(outputs[1].contains("not a tty"), "{}", outputs[1]);
-    assert!(outputs[1].contains("stdout-is-not-a-terminal"), "{}", outputs[1]);
+    assert!(
+        outputs[1].contains("stdout-is-not-a-terminal"),
+        "{}",
+        outputs[1]
+    );
 }
 
 /// Polls until no live process carries `marker`, for at most [`SOON`].
@@ -326,7 +337,10 @@ fn exec_command_cannot_write_outside_the_workspace_in_a_confined_mode() {
                 mode,
                 json!({"cmd": format!("echo escaped > '{}'", target.display()), "tty": tty}),
             );
-            assert!(!target.exists(), "{mode}, tty {tty}: wrote {target:?}: {output}");
+            assert!(
+                !target.exists(),
+                "{mode}, tty {tty}: wrote {target:?}: {output}"
+            );
             assert!(output.contains("Process exited with code 1"), "{output}");
             // A workdir outside the workspace grants nothing either.
             let output = one_exec_command(
@@ -370,12 +384,24 @@ fn no_exec_command_injects_into_the_terminal_deputy_runs_on_in_any_mode() {
                 .expect("write the injector");
             let run = home
                 .command(python())
-                .args(["-c", injection::PTY_RUN, DEPUTY, "exec", "--json", "-m", MODEL, "go"])
+                .args([
+                    "-c",
+                    injection::PTY_RUN,
+                    DEPUTY,
+                    "exec",
+                    "--json",
+                    "-m",
+                    MODEL,
+                    "go",
+                ])
                 .env_remove("TMPDIR")
                 .output()
                 .expect("run the pty driver");
             let said = final_outputs(&model).join("\n");
-            assert!(said.contains("/dev/tty"), "{mode}, tty {tty}: did not run: {said}");
+            assert!(
+                said.contains("/dev/tty"),
+                "{mode}, tty {tty}: did not run: {said}"
+            );
             assert!(!said.contains("injected"), "{mode}, tty {tty}: {said}");
             assert_eq!(
                 sandbox_cli::stdout(&run).trim(),
@@ -388,7 +414,9 @@ fn no_exec_command_injects_into_the_terminal_deputy_runs_on_in_any_mode() {
 
 #[test]
 fn the_seventeenth_session_closes_the_oldest_idle_one_and_none_outlives_deputy() {
-    let markers: Vec<String> = (0..17).map(|i| unique_marker(&format!("uexec-cap{i}"))).collect();
+    let markers: Vec<String> = (0..17)
+        .map(|i| unique_marker(&format!("uexec-cap{i}")))
+        .collect();
     let commands: Vec<String> = markers.iter().map(|m| long_runner(m)).collect();
     let model = scripted(move |outputs| match outputs.len() {
         n @ 0..17 => exec_command(

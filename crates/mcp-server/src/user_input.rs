@@ -124,7 +124,8 @@ mod tests {
 
     #[test]
     fn only_an_accepted_form_answers() {
-        let accepted = json!({"action": "accept", "content": {"db": "sqlite", "name": "x", "other": "y"}});
+        let accepted =
+            json!({"action": "accept", "content": {"db": "sqlite", "name": "x", "other": "y"}});
         assert_eq!(
             read_reply(&request(), &accepted),
             Reply::Answers {

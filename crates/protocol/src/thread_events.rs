@@ -5,9 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, ErrorEvent, ExecApprovalRequestEvent,
     ExecOutputStream, McpToolCallApprovalRequest, Question, SessionConfiguredEvent,
-    UserInputRequest,
     StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadItem, TokenCountEvent,
-    TurnAbortedEvent, TurnDiffEvent, WarningEvent,
+    TurnAbortedEvent, TurnDiffEvent, UserInputRequest, WarningEvent,
 };
 
 /// One entry of a thread's event log.

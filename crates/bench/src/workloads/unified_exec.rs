@@ -127,7 +127,9 @@ fn answer(request: &RecordedRequest, tools: Tools) -> MockResponse {
             None
         } else {
             let head: String = output.chars().take(300).collect();
-            Some(MockResponse::text_turn(format!("missing {wanted:?}: {head}")))
+            Some(MockResponse::text_turn(format!(
+                "missing {wanted:?}: {head}"
+            )))
         }
     };
     match (tools, outputs.as_slice()) {
@@ -146,10 +148,15 @@ fn answer(request: &RecordedRequest, tools: Tools) -> MockResponse {
             ),
             None => MockResponse::text_turn(format!("no session in: {started}")),
         },
-        (_, [.., last]) => {
-            expect(last, if tools == Tools::ShellCommand { "hi" } else { "ping" })
-                .unwrap_or_else(|| MockResponse::text_turn(ANSWER_OK))
-        }
+        (_, [.., last]) => expect(
+            last,
+            if tools == Tools::ShellCommand {
+                "hi"
+            } else {
+                "ping"
+            },
+        )
+        .unwrap_or_else(|| MockResponse::text_turn(ANSWER_OK)),
     }
 }
 

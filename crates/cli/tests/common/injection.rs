@@ -69,4 +69,3 @@ pub fn on_pty(argv: &[&str]) -> Output {
         .output()
         .expect("run the pty driver")
 }
-

@@ -9,8 +9,8 @@ mod spec;
 mod unified_exec;
 
 pub(crate) use patch::finish_interrupted as finish_interrupted_patch;
-pub(crate) use unified_exec::stop_sessions as stop_unified_exec;
 pub(crate) use registry::{ThreadTools, ToolCall, ToolHandler, ToolRegistry, ToolRegistryError};
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
 };
+pub(crate) use unified_exec::stop_sessions as stop_unified_exec;

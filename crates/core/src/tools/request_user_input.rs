@@ -188,7 +188,10 @@ mod tests {
         let none = answer_text(Reply::denied("the client cannot ask"));
         assert!(none.starts_with("The user gave no answer (the client cannot ask)"));
         let declined = answer_text(Reply::decided(ApprovalDecision::Denied));
-        assert!(declined.starts_with("The user gave no answer."), "{declined}");
+        assert!(
+            declined.starts_with("The user gave no answer."),
+            "{declined}"
+        );
     }
 
     #[test]
@@ -200,14 +203,18 @@ mod tests {
             options: Vec::new(),
         };
         assert!(questions(Args { questions: vec![] }).is_err());
-        assert!(questions(Args {
-            questions: vec![q("a"), q("a")]
-        })
-        .is_err());
-        assert!(questions(Args {
-            questions: vec![q(" ")]
-        })
-        .is_err());
+        assert!(
+            questions(Args {
+                questions: vec![q("a"), q("a")]
+            })
+            .is_err()
+        );
+        assert!(
+            questions(Args {
+                questions: vec![q(" ")]
+            })
+            .is_err()
+        );
         assert_eq!(
             questions(Args {
                 questions: vec![q("a"), q("b")]

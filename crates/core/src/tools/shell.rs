@@ -32,7 +32,7 @@ pub(super) enum Permit {
     /// Run it, in the sandbox or not; the item is still open.
     Run {
         /// The command's item, asked for and not yet started.
-        item: CommandItem,
+        item: Box<CommandItem>,
         /// Whether the sandbox confines it.
         sandboxed: bool,
     },
@@ -61,14 +61,17 @@ pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<
             item.declined(ctx, &reason);
             Ok(Permit::Refused(reason))
         }
-        ExecAssessment::Run { sandboxed } => Ok(Permit::Run { item, sandboxed }),
+        ExecAssessment::Run { sandboxed } => Ok(Permit::Run {
+            item: Box::new(item),
+            sandboxed,
+        }),
         ExecAssessment::Ask { reason } => {
             if let Some(refusal) = ask(ctx, req, &item, reason).await? {
                 item.declined(ctx, &refusal);
                 return Ok(Permit::Refused(refusal));
             }
             Ok(Permit::Run {
-                item,
+                item: Box::new(item),
                 sandboxed: false,
             })
         }
@@ -79,7 +82,7 @@ pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<
 pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<String, TurnStop> {
     let config = &ctx.config;
     let (item, sandboxed) = match permit(ctx, &req).await? {
-        Permit::Run { item, sandboxed } => (item, sandboxed),
+        Permit::Run { item, sandboxed } => (*item, sandboxed),
         Permit::Refused(text) => return Ok(text),
     };
     let outcome = execute(ctx, &req, item, sandboxed).await;

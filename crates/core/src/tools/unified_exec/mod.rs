@@ -24,10 +24,10 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::patch;
 use super::registry::{ToolCall, ToolHandler, ToolOutput};
 use super::shell::{self, Permit, ShellRequest};
 use super::spec::SandboxPermissions;
-use super::patch;
 use crate::client::ToolSpec;
 use crate::context::{Session, TurnContext, TurnStop};
 use crate::exec::{ExecRequest, truncate_middle};
@@ -264,12 +264,14 @@ async fn exec_command(
     let yield_time = wait_time(args.yield_time_ms, EXEC_YIELD_DEFAULT);
     let read = process
         .read(yield_time, &ctx.cancel, |chunk| {
-            ctx.emit(ThreadEventMsg::CommandOutputDelta(CommandOutputDeltaEvent {
-                item_id: item_id.clone(),
-                call_id: delta_call_id.clone(),
-                stream: ExecOutputStream::Stdout,
-                chunk: chunk.to_vec(),
-            }));
+            ctx.emit(ThreadEventMsg::CommandOutputDelta(
+                CommandOutputDeltaEvent {
+                    item_id: item_id.clone(),
+                    call_id: delta_call_id.clone(),
+                    stream: ExecOutputStream::Stdout,
+                    chunk: chunk.to_vec(),
+                },
+            ));
         })
         .await;
     if ctx.cancel.is_cancelled() && read.exit_code.is_none() {
@@ -311,7 +313,10 @@ async fn exec_command(
 async fn write_stdin(ctx: &TurnContext, args: WriteStdinArgs) -> String {
     let sessions = ctx.session.tool_state.get::<Sessions>();
     let Some(session_id) = session_id(args.session_id) else {
-        return format!("Unknown session_id {}: not a session number.", args.session_id);
+        return format!(
+            "Unknown session_id {}: not a session number.",
+            args.session_id
+        );
     };
     let Some(process) = sessions.get(session_id) else {
         return format!(
@@ -376,4 +381,3 @@ fn session_id(raw: f64) -> Option<u64> {
     (raw.is_finite() && raw >= 0.0 && raw.fract() == 0.0 && raw <= u64::MAX as f64)
         .then_some(raw as u64)
 }
-

@@ -93,7 +93,8 @@ impl Process {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
             })?;
-            let piped = |name| ExecError::Io(std::io::Error::other(format!("{name} was not piped")));
+            let piped =
+                |name| ExecError::Io(std::io::Error::other(format!("{name} was not piped")));
             let stdin = started.child.stdin.take().ok_or_else(|| piped("stdin"))?;
             let stdout = started.child.stdout.take().ok_or_else(|| piped("stdout"))?;
             let stderr = started.child.stderr.take().ok_or_else(|| piped("stderr"))?;
