@@ -78,6 +78,10 @@ fn sandbox_mode() -> &'static str {
     match deputy_sandbox::probe() {
         Ok(_) => "workspace-write",
         Err(reason) => {
+            assert!(
+                !deputy_test_support::sandbox_required(),
+                "the kernel sandbox is unavailable: {reason}"
+            );
             eprintln!("the kernel sandbox is unavailable ({reason}): commands run unconfined");
             "danger-full-access"
         }

@@ -40,7 +40,7 @@ const NO_FINDINGS: &str = r#"{"findings":[],"overall_correctness":"patch is corr
 macro_rules! require_sandbox {
     () => {
         if let Err(reason) = deputy_sandbox::probe() {
-            eprintln!("skipping: {reason}");
+            deputy_test_support::skip_without_sandbox(reason);
             return;
         }
     };

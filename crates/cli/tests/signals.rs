@@ -70,11 +70,8 @@ fn running(marker: &str) -> Vec<i32> {
 
 /// Polls until `done` holds, for at most [`SOON`].
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < SOON, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let reached = deputy_test_support::processes::poll_until(SOON, || done().then_some(()));
+    assert!(reached.is_some(), "timed out waiting until {what}");
 }
 
 /// Fails the test if a process named `marker` is still running once the kernel had
@@ -100,7 +97,7 @@ fn sandbox_available() -> bool {
     match deputy_sandbox::probe() {
         Ok(_) => true,
         Err(reason) => {
-            eprintln!("skipping the sandboxed case: {reason}");
+            deputy_test_support::skip_without_sandbox(reason);
             false
         }
     }

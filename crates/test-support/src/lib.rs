@@ -51,9 +51,11 @@ mod hostile_repository;
 mod mock_server;
 mod node_env;
 mod process_memory;
+pub mod processes;
 mod python_env;
 mod python_sdks;
 pub mod random_input;
+mod sandbox_required;
 mod stdio_client;
 mod test_home;
 mod tool_setup;
@@ -67,5 +69,6 @@ pub use node_env::{
 pub use process_memory::ProcessMemory;
 pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
 pub use python_sdks::{APP_SERVER_SDK_REQUIREMENTS, PYTHON312_VAR, python312_with_app_server_sdks};
+pub use sandbox_required::{REQUIRE_SANDBOX_VAR, sandbox_required, skip_without_sandbox};
 pub use stdio_client::{BackgroundWrite, McpSession, StdioClient};
 pub use test_home::TestHome;

@@ -2,7 +2,7 @@
 //! `session/cancel` stopping a turn, its commands and its questions.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use deputy_test_support::{MockModelServer, TestHome};
 use pretty_assertions::assert_eq;
@@ -147,26 +147,6 @@ fn cancelling_the_prompt_withdraws_its_question_and_runs_nothing() {
     assert_eq!(agent_text(next), "unreachable");
 }
 
-/// Whether process `pid` is gone (or a zombie nobody waits for), within `limit`.
-fn gone_within(pid: i32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-        let alive = status.is_ok_and(|stat| {
-            // The state follows the parenthesised command name.
-            stat.rsplit_once(") ")
-                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-        });
-        if !alive {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn read_pid(path: &Path) -> i32 {
     std::fs::read_to_string(path)
         .unwrap()
@@ -200,7 +180,7 @@ fn cancelling_mid_command_kills_the_command_and_answers_cancelled() {
     assert_eq!(prompt["result"]["stopReason"], "cancelled");
     let pid = read_pid(&pid_file);
     assert!(
-        gone_within(pid, Duration::from_secs(10)),
+        deputy_test_support::processes::stops_within(pid, Duration::from_secs(10)),
         "the command (pid {pid}) still runs"
     );
     let updates = updates_of(prompt, "tool_call_update");

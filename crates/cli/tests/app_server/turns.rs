@@ -266,43 +266,11 @@ fn interrupting_a_turn_kills_its_command_and_the_next_turn_works() {
     assert_eq!(server.turn_completed(&next)["turn"]["status"], "completed");
 }
 
-/// The pid a command wrote to `path`, waiting for the file.
+use deputy_test_support::processes::{is_running, stops_within};
+
+/// The pid a command wrote to `path`, waiting up to [`WAIT`] for it.
 fn wait_for_pid(path: &Path) -> i32 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was not written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Whether process `pid` is running (a zombie is not).
-fn is_running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
-
-/// Waits up to `within` for process `pid` to stop.
-fn stops_within(pid: i32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while is_running(pid) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
+    deputy_test_support::processes::wait_for_pid(path, WAIT)
 }
 
 #[test]

@@ -264,7 +264,7 @@ pub fn say(text: &str) -> MockResponse {
 macro_rules! require_sandbox {
     () => {
         if let Err(reason) = deputy_sandbox::probe() {
-            eprintln!("skipping: the kernel sandbox is unavailable: {reason}");
+            deputy_test_support::skip_without_sandbox(reason);
             return;
         }
     };

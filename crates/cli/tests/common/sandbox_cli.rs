@@ -22,7 +22,7 @@ use crate::outside::outside_dir;
 macro_rules! require_sandbox {
     () => {
         if let Err(reason) = deputy_sandbox::probe() {
-            eprintln!("skipping: {reason}");
+            deputy_test_support::skip_without_sandbox(reason);
             return;
         }
     };

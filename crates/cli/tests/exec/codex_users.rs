@@ -16,11 +16,13 @@ use crate::{HELLO_PATCH, home_for, json_lines};
 
 /// Whether the kernel sandbox can run here (the sandboxed cases need it).
 fn sandbox_available() -> bool {
-    let available = deputy_sandbox::probe().is_ok();
-    if !available {
-        eprintln!("skipping: the kernel sandbox is not available here");
+    match deputy_sandbox::probe() {
+        Ok(_) => true,
+        Err(reason) => {
+            deputy_test_support::skip_without_sandbox(reason);
+            false
+        }
     }
-    available
 }
 
 #[test]

@@ -3,12 +3,12 @@
 use std::time::{Duration, Instant};
 
 use deputy_test_support::MockResponse;
+use deputy_test_support::processes::{is_running, stops_within};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::harness::{
-    EXIT_WAIT, Mcp, SLEEP_30, function_outputs, is_running, shell, stops_within, text_of,
-    thread_of, wait_for_pid,
+    EXIT_WAIT, Mcp, SLEEP_30, function_outputs, shell, text_of, thread_of, wait_for_pid,
 };
 
 /// The contract's bound on how fast a cancellation takes effect.

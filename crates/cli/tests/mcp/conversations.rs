@@ -2,15 +2,15 @@
 //! The first three tests are seed 003's own `stream_conversation.rs` scenarios.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use deputy_test_support::processes::{is_running, stops_within};
 use deputy_test_support::{McpSession, MockResponse, StdioClient};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::harness::{
-    DEPUTY, EXIT_WAIT, Mcp, SLEEP_30, WAIT, is_running, shell, stops_within, text_of, thread_of,
-    wait_for_pid,
+    DEPUTY, EXIT_WAIT, Mcp, SLEEP_30, WAIT, shell, text_of, thread_of, wait_for_pid,
 };
 
 const INITIAL_STATE: &str = "notifications/initial_state";
@@ -26,15 +26,9 @@ fn eliciting() -> Mcp {
 }
 
 /// Polls `probe` until it finds something, failing the test after [`WAIT`].
-fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {WAIT:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    deputy_test_support::processes::poll_until(WAIT, probe)
+        .unwrap_or_else(|| panic!("{what}: not within {WAIT:?}"))
 }
 
 /// `conversationCreate` with `args`; returns the conversation id.

@@ -2,7 +2,7 @@
 //! readings the MCP tests share.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use deputy_test_support::{
     McpSession, MockModelServer, MockResponse, RecordedRequest, StdioClient, TestHome,
@@ -213,44 +213,7 @@ fn items(request: &RecordedRequest, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The pid a command wrote to `path`, waiting for the file to be written.
+/// The pid a command wrote to `path`, waiting up to [`WAIT`] for it.
 pub fn wait_for_pid(path: &Path) -> i32 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was not written within {WAIT:?}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Whether process `pid` is still running (a zombie awaiting its reaper is not).
-pub fn is_running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may itself hold spaces.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
-}
-
-/// Waits up to `within` for process `pid` to stop; returns whether it did.
-pub fn stops_within(pid: i32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while is_running(pid) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
+    deputy_test_support::processes::wait_for_pid(path, WAIT)
 }

@@ -276,7 +276,7 @@ fn within_wait(mut done: impl FnMut() -> bool) -> bool {
 fn sigterm_stops_the_review_and_the_reviewers_command() {
     if let Err(why) = deputy_sandbox::probe() {
         // The reviewer's commands run read-only in the sandbox, or not at all.
-        eprintln!("skipped: no sandbox here ({why})");
+        deputy_test_support::skip_without_sandbox(why);
         return;
     }
     let (server, home) = setup([]);
