@@ -25,8 +25,9 @@ mod sandbox_cli;
 mod injection;
 
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use deputy_test_support::processes::poll_until;
 use deputy_test_support::{MockModelServer, MockResponse, RecordedRequest, TestHome};
 use serde_json::{Value, json};
 
@@ -218,26 +219,20 @@ fn tty_true_runs_the_command_on_a_terminal_and_tty_false_does_not() {
     );
 }
 
-/// Polls until no live process carries `marker`, for at most [`SOON`].
+/// Fails the test unless no live process carries `marker` within [`SOON`].
 fn assert_gone(marker: &str, what: &str) {
-    let start = Instant::now();
-    while !processes_with(marker).is_empty() {
-        assert!(
-            start.elapsed() < SOON,
-            "{what}: a session process survived: {:?}",
-            processes_with(marker)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let gone = poll_until(SOON, || processes_with(marker).is_empty().then_some(()));
+    assert!(
+        gone.is_some(),
+        "{what}: a session process survived: {:?}",
+        processes_with(marker)
+    );
 }
 
-/// Polls until a live process carries `marker`, for at most [`SOON`].
+/// Waits until a live process carries `marker`; fails the test after [`SOON`].
 fn wait_running(marker: &str) {
-    let start = Instant::now();
-    while processes_with(marker).is_empty() {
-        assert!(start.elapsed() < SOON, "{marker} never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let running = poll_until(SOON, || (!processes_with(marker).is_empty()).then_some(()));
+    assert!(running.is_some(), "{marker} never started");
 }
 
 /// A command that runs for a minute with `marker` in its command line.
@@ -248,7 +243,10 @@ fn long_runner(marker: &str) -> String {
 #[test]
 fn sigkill_of_deputy_leaves_no_session_process() {
     for sandbox in ["danger-full-access", "workspace-write"] {
-        if sandbox != "danger-full-access" && deputy_sandbox::probe().is_err() {
+        if sandbox != "danger-full-access"
+            && let Err(reason) = deputy_sandbox::probe()
+        {
+            deputy_test_support::skip_without_sandbox(reason);
             continue;
         }
         let marker = unique_marker("uexec-kill");
