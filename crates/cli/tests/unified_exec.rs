@@ -451,3 +451,38 @@ fn the_seventeenth_session_closes_the_oldest_idle_one_and_none_outlives_deputy()
         assert_gone(marker, "deputy exec has exited");
     }
 }
+
+#[test]
+fn exec_command_asks_the_same_approval_question_and_runs_only_once_accepted() {
+    for (decision, runs) in [("decline", false), ("accept", true)] {
+        let server = harness::Setup::new("untrusted", "danger-full-access").start();
+        let thread = harness::id_of(&server.start_thread_with(json!({"model": MODEL}))["thread"]);
+        server.model.push(exec_command(
+            "touch",
+            json!({"cmd": "touch approved.txt", "tty": true}),
+        ));
+        server.model.push(MockResponse::text_turn("done"));
+        let turn = server.start_turn(&thread, "make a file");
+        let request = server.server_request("item/commandExecution/requestApproval", |_| true);
+        assert!(
+            request["params"]["command"]
+                .as_str()
+                .unwrap()
+                .contains("touch approved.txt"),
+            "{request}"
+        );
+        assert!(
+            !server.home.workspace().join("approved.txt").exists(),
+            "ran before the answer"
+        );
+        server
+            .client
+            .respond(request["id"].clone(), json!({"decision": decision}));
+        assert_eq!(server.turn_completed(&turn)["turn"]["status"], "completed");
+        assert_eq!(
+            server.home.workspace().join("approved.txt").exists(),
+            runs,
+            "{decision}"
+        );
+    }
+}
