@@ -234,6 +234,7 @@ async fn exec_command(
     let exec_req = launch.map(|argv| ExecRequest {
         argv,
         cwd: req.cwd.clone(),
+        // Not applied: a session runs until it ends or is stopped (see the module doc).
         timeout: YIELD_MAX,
         env: config.shell_environment_policy.environment(),
     });
