@@ -282,7 +282,8 @@ mod tests {
     }
 
     async fn answer_to(question: Question, reply: ClientReply) -> Reply {
-        let (outgoing, _lines) = Outgoing::new(16, 1 << 20);
+        let (queue, _lines) = deputy_jsonrpc::OutputQueue::new(crate::LIMITS.queue);
+        let outgoing = Outgoing::new(queue);
         let approver = ClientApprover::new(outgoing);
         let (tx, rx) = oneshot::channel();
         let mut sent = Sent {

@@ -104,11 +104,14 @@ impl Follower {
             command: None,
             open_turns: HashSet::new(),
             started_at: HashMap::new(),
+            client_gone: false,
+            done: CancellationToken::new(),
         };
         let task = tokio::spawn(async move {
-            // It ends when the thread stops (or the server aborts it).
-            let never = CancellationToken::new();
-            follow_thread(&thread, follow, approver, &mut following, &never).await;
+            // It ends when the thread stops, or once its client left and the turns it
+            // started have ended (the listener, not the client, owns the thread).
+            let done = following.done.clone();
+            follow_thread(&thread, follow, approver, &mut following, &done).await;
             following.refuse_waiting().await;
         });
         Self { commands, task }
@@ -145,6 +148,10 @@ struct Following {
     open_turns: HashSet<String>,
     /// When each turn seen starting started (Unix seconds), until its end is reported.
     started_at: HashMap<String, i64>,
+    /// Whether the client left (its command queue closed).
+    client_gone: bool,
+    /// Ends the following: the client left and nothing of its own is left to report.
+    done: CancellationToken,
 }
 
 impl TurnObserver for Following {
@@ -161,6 +168,9 @@ impl TurnObserver for Following {
         if event.msg.ends_turn() {
             self.open_turns.remove(turn_id);
             self.started_at.remove(turn_id);
+            if self.client_gone && self.open_turns.is_empty() {
+                self.done.cancel();
+            }
         }
         for notification in translate::thread_event(event, started_at) {
             self.outgoing.notify(notification).await;
@@ -172,8 +182,21 @@ impl TurnObserver for Following {
     async fn wake(&mut self) {
         match self.inbox.recv().await {
             Some(command) => self.command = Some(command),
-            // Nothing more will come; the thread's events still do.
-            None => std::future::pending().await,
+            // The client left: the turns it started stop, as they would with its
+            // process; their ends are still reported while it may read. Nothing more
+            // will come; the thread's events still do.
+            None => {
+                if !self.client_gone {
+                    self.client_gone = true;
+                    for turn_id in &self.open_turns {
+                        let _ = self.thread.interrupt(turn_id);
+                    }
+                    if self.open_turns.is_empty() {
+                        self.done.cancel();
+                    }
+                }
+                std::future::pending().await
+            }
         }
     }
 

@@ -8,8 +8,10 @@
 //! - `follower`: one task per thread in use, reporting its events through the one
 //!   translation (`translate`) and asking its approval questions through the driver's
 //!   `ApprovalRouter`.
-//! - `transport`, `outgoing`: bounded framing and queues; [`ListenAddress`]: where to
-//!   serve (`--listen`).
+//! - [`serve_connection`]: one client on any message transport (stdio lines, or one
+//!   WebSocket connection of [`run_websocket_server`]) over threads the listener owns;
+//!   `outgoing`: the typed face of its bounded output queue; [`ListenAddress`]: where
+//!   to serve (`--listen`).
 //!
 //! Architecture invariant: no agent logic here — this crate translates requests into
 //! engine calls and engine events into notifications and server requests.
@@ -25,7 +27,7 @@ pub mod schema;
 mod server;
 mod shapes;
 mod translate;
-mod transport;
+mod websocket;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -35,16 +37,18 @@ use std::time::Duration;
 use deputy_core::ThreadManager;
 use deputy_core::config::{ConfigError, ConfigLayers};
 use deputy_core::rollout::SessionSource;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use deputy_jsonrpc::transport::{FrameReader, Limits, MessageTransport};
+use deputy_jsonrpc::{Frame, QueueBounds, oversize};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use crate::outgoing::{OUTGOING_BYTES, OUTGOING_QUEUE, Outgoing};
+use crate::outgoing::Outgoing;
 use crate::protocol::{IncomingMessage, JsonRpcError, Rejection, error_codes};
 use crate::server::{Inbound, Server};
-use crate::transport::{Line, LineReader, MAX_LINE_BYTES};
 
 pub use listen::{ListenAddress, ListenError};
 pub use schema::{SchemaError, write_json_schema};
+pub use websocket::run_websocket_server;
 
 /// How many client requests may wait for the dispatcher; beyond that the server answers
 /// -32001 "Server overloaded; retry later."
@@ -53,12 +57,26 @@ const INBOUND_QUEUE: usize = 64;
 /// How long thread followers get to report their threads' ends once the client left.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
+/// What one connection may hold: messages of up to 8 MiB in; up to 1,024 messages and
+/// 16 MiB waiting to go out, whose back-pressure makes a thread's subscription lag and
+/// catch up from the event log.
+pub const LIMITS: Limits = Limits {
+    max_message_bytes: 8 * 1024 * 1024,
+    queue: QueueBounds {
+        messages: 1024,
+        bytes: 16 * 1024 * 1024,
+    },
+};
+
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// config.toml (or a `-c` override) does not load.
     #[error("loading configuration: {0}")]
     Config(#[from] ConfigError),
+    /// The listening socket could not be opened.
+    #[error("{0}")]
+    Listen(String),
 }
 
 /// Serves the app-server protocol on stdin/stdout until the client closes stdin (then
@@ -71,93 +89,103 @@ pub async fn run_stdio_server(
 ) -> Result<i32, ServeError> {
     // Fail early on a broken config.toml, with its file/line message.
     layers.load()?;
-    Ok(serve(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        layers,
-        sandbox_launcher,
-        stop,
-    )
-    .await)
-}
-
-/// Serves the app-server protocol on any reader and writer until the input ends (0) or
-/// `stop` resolves with a signal number (`128 + signal`).
-pub async fn serve(
-    input: impl AsyncRead + Unpin + Send + 'static,
-    output: impl AsyncWrite + Unpin + Send + 'static,
-    layers: ConfigLayers,
-    sandbox_launcher: Option<PathBuf>,
-    stop: impl Future<Output = i32>,
-) -> i32 {
     let manager = Arc::new(ThreadManager::new(
         sandbox_launcher,
         SessionSource::AppServer,
     ));
-    let (outgoing, queue) = Outgoing::new(OUTGOING_QUEUE, OUTGOING_BYTES);
-    let writer = tokio::spawn(transport::write_messages(output, queue));
-    let (inbound_tx, mut inbound) = mpsc::channel(INBOUND_QUEUE);
-    let reader = tokio::spawn(read_input(input, outgoing.clone(), inbound_tx));
-    let (loaded_tx, mut loaded) = mpsc::unbounded_channel();
-    let mut server = Server::new(manager.clone(), layers, outgoing, loaded_tx);
-    let dispatch = async {
-        // Requests in arrival order; threads being loaded report in between (see
-        // `server/loading.rs`). Once the client is gone, loads under way still finish.
-        let mut input_open = true;
-        while input_open || server.loading() {
-            tokio::select! {
-                message = inbound.recv(), if input_open => match message {
-                    Some(message) => server.handle(message).await,
-                    None => input_open = false,
-                },
-                Some(done) = loaded.recv() => server.loaded(done).await,
-            }
-        }
-    };
+    let transport = MessageTransport::lines(tokio::io::stdin(), tokio::io::stdout(), LIMITS);
+    Ok(serve_until(manager, Arc::new(layers), transport, stop).await)
+}
+
+/// Serves one connection until it ends (0) or `stop` resolves with a signal number
+/// (`128 + signal`), then shuts every thread of `manager` down: the stdio server, whose
+/// one client owns the process.
+pub async fn serve_until(
+    manager: Arc<ThreadManager>,
+    layers: Arc<ConfigLayers>,
+    transport: MessageTransport,
+    stop: impl Future<Output = i32>,
+) -> i32 {
+    let closing = CancellationToken::new();
+    let connection = serve_connection(manager.clone(), layers, transport, closing.clone());
+    let mut connection = std::pin::pin!(connection);
     let signal = tokio::select! {
-        () = dispatch => None,
+        () = &mut connection => None,
         signal = stop => Some(signal),
     };
     // The client left, or deputy was told to stop: stop every thread (killing the
-    // commands), let the followers report it.
+    // commands), then let the connection report it and write out what it has.
     manager.shutdown_all().await;
-    server.finish(SHUTDOWN_GRACE).await;
-    match signal {
-        None => {
-            let _ = reader.await;
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
-            0
-        }
-        Some(signal) => {
-            // Not waiting for a client that may still be writing.
-            reader.abort();
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
-            128 + signal
+    if signal.is_some() {
+        closing.cancel();
+        connection.await;
+    }
+    signal.map_or(0, |signal| 128 + signal)
+}
+
+/// Serves the app-server protocol to one client on `transport`, over `manager`'s
+/// threads, which the listener owns: requests in arrival order until the client's input
+/// ends or `closing` is cancelled; then the turns this client started are interrupted,
+/// their ends reported, and what is queued written out.
+pub async fn serve_connection(
+    manager: Arc<ThreadManager>,
+    layers: Arc<ConfigLayers>,
+    transport: MessageTransport,
+    closing: CancellationToken,
+) {
+    let MessageTransport {
+        input,
+        output,
+        writer,
+    } = transport;
+    let outgoing = Outgoing::new(output);
+    let (inbound_tx, mut inbound) = mpsc::channel(INBOUND_QUEUE);
+    let reader = tokio::spawn(read_input(input, outgoing.clone(), inbound_tx));
+    let (loaded_tx, mut loaded) = mpsc::unbounded_channel();
+    let mut server = Server::new(manager, layers, outgoing, loaded_tx);
+    // Requests in arrival order; threads being loaded report in between (see
+    // `server/loading.rs`). Once the client is gone, loads under way still finish.
+    let mut input_open = true;
+    while input_open || server.loading() {
+        tokio::select! {
+            message = inbound.recv(), if input_open => match message {
+                Some(message) => server.handle(message).await,
+                None => input_open = false,
+            },
+            Some(done) = loaded.recv() => server.loaded(done).await,
+            () = closing.cancelled(), if input_open => input_open = false,
         }
     }
+    // Not waiting for a client that may still be writing.
+    reader.abort();
+    server.finish(SHUTDOWN_GRACE).await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, writer).await;
 }
 
 /// Reads the client's messages: answers to server requests are routed at once, requests
-/// and notifications queued for the dispatcher, and lines that are not messages answered
+/// and notifications queued for the dispatcher, and frames that are not messages answered
 /// with an error.
-async fn read_input(
-    input: impl AsyncRead + Unpin,
-    outgoing: Outgoing,
-    inbound: mpsc::Sender<Inbound>,
-) {
-    let mut lines = LineReader::new(BufReader::new(input), MAX_LINE_BYTES);
+async fn read_input(mut input: FrameReader, outgoing: Outgoing, inbound: mpsc::Sender<Inbound>) {
     loop {
-        let message = match lines.next_line().await {
-            Ok(Some(Line::Message(bytes))) => IncomingMessage::parse(&bytes),
-            Ok(Some(Line::TooLong(len))) => Err(Rejection {
-                id: None,
-                error: JsonRpcError::invalid_request(format!(
-                    "Invalid request: the message is {len} bytes; the limit is {MAX_LINE_BYTES}"
-                )),
-            }),
+        let message = match input.next().await {
+            Ok(Some(Frame::Whole(bytes))) => IncomingMessage::parse(&bytes),
+            Ok(Some(Frame::Oversize(over))) => match oversize::read_edges(&over) {
+                // An answer to one of our questions that nobody can read: the question
+                // goes unanswered, and its timeout decides.
+                oversize::OversizeKind::Response => continue,
+                // Refused as a whole, without the id its edges may show (as the app-server
+                // has always answered it).
+                oversize::OversizeKind::Request(_) => Err(Rejection {
+                    id: None,
+                    error: JsonRpcError::invalid_request(format!(
+                        "Invalid request: the message is {} bytes; the limit is {}",
+                        over.len, LIMITS.max_message_bytes
+                    )),
+                }),
+            },
             Ok(None) => break,
             Err(err) => {
-                tracing::warn!("reading stdin failed: {err}");
+                tracing::warn!("reading the client's messages failed: {err}");
                 break;
             }
         };
@@ -205,16 +233,18 @@ mod tests {
 
     #[tokio::test]
     async fn requests_beyond_the_queue_are_answered_server_overloaded() {
-        let (outgoing, mut written) = Outgoing::new(16, 1 << 20);
+        let (queue, mut written) = deputy_jsonrpc::OutputQueue::new(LIMITS.queue);
+        let outgoing = Outgoing::new(queue);
         // A dispatcher that takes nothing: two requests fit, the third does not.
         let (inbound, _undispatched) = mpsc::channel(2);
         let input: String = (0..3)
             .map(|i| format!("{{\"id\":{i},\"method\":\"thread/list\"}}\n"))
             .collect();
-        read_input(input.as_bytes(), outgoing, inbound).await;
+        let frames = deputy_jsonrpc::transport::line_frames(std::io::Cursor::new(input), 1024);
+        read_input(frames, outgoing, inbound).await;
         let answer = written.recv().await.unwrap();
         assert_eq!(
-            answer.line,
+            answer.text,
             r#"{"id":2,"error":{"code":-32001,"message":"Server overloaded; retry later."}}"#
         );
         assert!(written.recv().await.is_none(), "one answer only");

@@ -1,72 +1,25 @@
-//! The app-server's input under random and mutated input: every line is read (or reported
-//! too long) however the bytes arrive, and every message is decoded — envelope, typed
-//! params of every client method, answers to the server's approval questions — without a
-//! panic or a hang, into a value or an error to answer with.
+//! The app-server's input under random and mutated input: every message is decoded —
+//! envelope, typed params of every client method, answers to the server's approval
+//! questions — without a panic or a hang, into a value or an error to answer with. (The
+//! line reader beneath is `deputy-jsonrpc`'s, property-tested there.)
 //!
 //! CI runs 256 cases of each; `PROPTEST_CASES=100000 cargo test -p deputy-app-server --lib
 //! random_input` runs more.
 
 use std::time::Duration;
 
-use deputy_test_support::random_input::{Pieces, config, json_value, mutated, within};
+use deputy_test_support::random_input::{config, json_value, mutated, within};
 use proptest::prelude::*;
 use serde_json::Value;
-use tokio::io::BufReader;
 
 use crate::protocol::error_codes::{INVALID_REQUEST, PARSE_ERROR};
 use crate::protocol::{
     ClientRequest, CommandExecutionRequestApprovalResponse, FileChangeRequestApprovalResponse,
     IncomingMessage, RequestParseError,
 };
-use crate::transport::{Line, LineReader};
 
 /// How long one case may take before it counts as a hang.
 const HANG: Duration = Duration::from_secs(10);
-
-/// What the reader must return for `input` with `max`: lines within it without a final
-/// `\r`, blank ones skipped; longer ones as their length.
-fn expected_lines(input: &[u8], max: usize) -> Vec<Line> {
-    if input.is_empty() {
-        return Vec::new();
-    }
-    let mut lines: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
-    if input.ends_with(b"\n") {
-        lines.pop();
-    }
-    lines
-        .into_iter()
-        .filter_map(|line| {
-            if line.len() > max {
-                return Some(Line::TooLong(line.len()));
-            }
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            (!line.iter().all(u8::is_ascii_whitespace)).then(|| Line::Message(line.to_vec()))
-        })
-        .collect()
-}
-
-fn read_all(input: Pieces, max: usize) -> Vec<Line> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let mut reader = LineReader::new(BufReader::new(input), max);
-        let mut lines = Vec::new();
-        while let Some(line) = reader.next_line().await.expect("reading from memory") {
-            lines.push(line);
-        }
-        lines
-    })
-}
-
-fn line() -> impl Strategy<Value = Vec<u8>> {
-    let byte = prop_oneof![
-        8 => any::<u8>().prop_filter("no newline", |b| *b != b'\n'),
-        1 => Just(b'\r'),
-        1 => Just(b' '),
-    ];
-    prop::collection::vec(byte, 0..300)
-}
 
 /// Valid client messages (with and without `"jsonrpc"`), the starting points of mutations.
 const MESSAGES: &[&str] = &[
@@ -160,23 +113,6 @@ fn check_request(decoded: Result<ClientRequest, RequestParseError>) -> Result<()
 
 proptest! {
     #![proptest_config(config(256))]
-
-    #[test]
-    fn every_line_is_read_or_reported_too_long_however_it_arrives(
-        lines in prop::collection::vec(line(), 0..8),
-        trailing_newline in any::<bool>(),
-        max in prop_oneof![0..16usize, 16..400usize],
-        sizes in prop::collection::vec(1..500usize, 1..8),
-    ) {
-        let mut input = lines.join(&b'\n');
-        if trailing_newline && !input.is_empty() {
-            input.push(b'\n');
-        }
-        let expected = expected_lines(&input, max);
-        let source = Pieces::new(&input, &sizes);
-        let read = within(HANG, move || read_all(source, max));
-        prop_assert_eq!(read, expected);
-    }
 
     #[test]
     fn random_bytes_are_a_parse_error_or_a_message(line in prop::collection::vec(any::<u8>(), 0..300)) {

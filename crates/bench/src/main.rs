@@ -42,7 +42,8 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     codex: Option<PathBuf>,
     /// Run only this workload (repeatable): cold-start, turn-overhead, concurrency,
-    /// output-flood, resume, patch.
+    /// concurrency-1000, idle-memory, event-latency, output-flood, resume, patch,
+    /// http-sessions, http-overhead.
     #[arg(long = "workload", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     workloads: Vec<String>,
     /// How many times each workload runs per server.

@@ -245,6 +245,15 @@ impl ServerProcess {
         status_field_kib(&status, "VmHWM").context("no VmHWM in /proc status")
     }
 
+    /// Asks the server to stop (SIGTERM), as for one that does not serve stdin.
+    pub fn terminate(&self) {
+        // SAFETY: kill(2) has no memory-safety preconditions; the pid is our child's,
+        // not reaped yet (`finish` reaps it).
+        unsafe {
+            libc::kill(self.pid, libc::SIGTERM);
+        }
+    }
+
     /// The end of what the server wrote to stderr, for error messages.
     pub fn stderr_tail(&self) -> String {
         let stderr = lock(&self.shared.stderr);

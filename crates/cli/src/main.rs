@@ -1,6 +1,7 @@
 //! The `deputy` binary: parses arguments and wires the front doors to the engine.
 
 mod features;
+mod listen_cmd;
 mod review_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
@@ -41,8 +42,9 @@ struct Cli {
 enum Command {
     /// Run one task headless: progress on stderr, final message on stdout.
     Exec(ExecArgs),
-    /// Serve deputy over MCP on stdio: `codex`, `codex-reply`, `review` and the conversation tools.
-    McpServer,
+    /// Serve deputy over MCP on stdio (or Streamable HTTP with `--listen`): `codex`,
+    /// `codex-reply`, `review` and the conversation tools.
+    McpServer(McpServerArgs),
     /// Serve Codex's app-server v2 protocol (threads, turns, items) on stdio.
     AppServer(AppServerArgs),
     /// Serve deputy to an editor over the Agent Client Protocol (v1) on stdio.
@@ -170,12 +172,27 @@ impl CodexOnlyFlags {
 }
 
 #[derive(Debug, Args)]
+struct McpServerArgs {
+    /// Serve MCP over Streamable HTTP at `http://HOST:PORT/mcp` instead of stdio.
+    #[arg(long, value_name = "HOST:PORT", value_parser = listen_cmd::parse_http_listen)]
+    listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    access: listen_cmd::AccessArgs,
+    /// Close an HTTP session after this many seconds without a message either way.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    session_idle_timeout: u64,
+}
+
+#[derive(Debug, Args)]
 struct AppServerArgs {
     #[command(subcommand)]
     command: Option<AppServerCommand>,
-    /// Where to serve: `stdio://` (the default; `ws://IP:PORT` is parsed but not served yet).
+    /// Where to serve: `stdio://` (the default) or `ws://IP:PORT` (one JSON-RPC message
+    /// per WebSocket text frame).
     #[arg(long, value_name = "URL", default_value = "stdio://")]
     listen: deputy_app_server::ListenAddress,
+    #[command(flatten)]
+    access: listen_cmd::AccessArgs,
     /// Turn a Codex feature on (repeatable); one deputy lacks is ignored with a warning.
     #[arg(long, value_name = "FEATURE")]
     enable: Vec<String>,
@@ -323,11 +340,21 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Exec(args) => run_exec(layers, args),
-        Command::McpServer => run_to_end(server_runtime()?, async {
-            let signals = TerminationSignals::install()?;
+        Command::McpServer(McpServerArgs {
+            listen: Some(addr),
+            access,
+            session_idle_timeout,
+        }) => run_to_end(server_runtime()?, async {
             log_sandbox_support();
-            deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
+            listen_cmd::run_mcp_http(addr, &access, session_idle_timeout, layers, launcher()).await
         }),
+        Command::McpServer(McpServerArgs { listen: None, .. }) => {
+            run_to_end(server_runtime()?, async {
+                let signals = TerminationSignals::install()?;
+                log_sandbox_support();
+                deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
+            })
+        }
         Command::AppServer(AppServerArgs {
             command: Some(AppServerCommand::GenerateJsonSchema { out }),
             ..
@@ -338,6 +365,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::AppServer(AppServerArgs {
             command: None,
             listen,
+            access,
             enable,
             disable,
         }) => {
@@ -347,18 +375,22 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 // A closed stderr must not stop the server.
                 let _ = writeln!(std::io::stderr(), "warning: {warning}");
             }
-            if let deputy_app_server::ListenAddress::WebSocket(_) = listen {
-                anyhow::bail!(
-                    "--listen {listen}: the WebSocket transport is not available yet; use stdio://"
-                );
-            }
             run_to_end(server_runtime()?, async {
-                let signals = TerminationSignals::install()?;
                 log_sandbox_support();
-                let code =
-                    deputy_app_server::run_stdio_server(layers, launcher(), signals.received())
-                        .await?;
-                Ok(code)
+                match listen {
+                    deputy_app_server::ListenAddress::WebSocket(addr) => {
+                        listen_cmd::run_app_server_ws(addr, &access, layers, launcher()).await
+                    }
+                    deputy_app_server::ListenAddress::Stdio => {
+                        let signals = TerminationSignals::install()?;
+                        Ok(deputy_app_server::run_stdio_server(
+                            layers,
+                            launcher(),
+                            signals.received(),
+                        )
+                        .await?)
+                    }
+                }
             })
         }
         Command::Acp => run_to_end(server_runtime()?, async {

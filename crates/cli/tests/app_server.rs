@@ -31,3 +31,5 @@ mod schema;
 mod threads;
 #[path = "app_server/turns.rs"]
 mod turns;
+#[path = "app_server/websocket.rs"]
+mod websocket;

@@ -1,72 +1,21 @@
-//! The stdio reader under random and mutated input: every line is read (whole, or over the
-//! limit with its edges kept) however the bytes arrive, and every line is sorted without a
-//! panic or a hang — a message for rmcp, an error answer the client can read, or nothing for
-//! a notification or response that cannot be read.
+//! Sorting under random and mutated input: every line is sorted without a panic or a hang —
+//! a message for rmcp, an error answer the client can read, or nothing for a notification or
+//! response that cannot be read. (The line reader beneath is `deputy-jsonrpc`'s,
+//! property-tested there.)
 //!
 //! CI runs 256 cases of each; `PROPTEST_CASES=100000 cargo test -p deputy-mcp-server --lib
 //! random_input` runs more.
 
 use std::time::Duration;
 
-use deputy_test_support::random_input::{Pieces, config, mutated, within};
+use deputy_test_support::random_input::{config, mutated, within};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::inbound::{Inbound, classify};
-use crate::line_reader::{KEPT_EDGE_BYTES, Line, LineReader, OversizeLine};
+use crate::compat::frames::{Inbound, classify};
 
 /// How long one case may take before it counts as a hang.
 const HANG: Duration = Duration::from_secs(10);
-
-/// What the reader must return for `input` with `limit`.
-fn expected_lines(input: &[u8], limit: usize) -> Vec<Line> {
-    if input.is_empty() {
-        return Vec::new();
-    }
-    let mut lines: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
-    if input.ends_with(b"\n") {
-        lines.pop();
-    }
-    lines
-        .into_iter()
-        .map(|line| {
-            if line.len() <= limit {
-                return Line::Whole(line.to_vec());
-            }
-            let edge = line.len().min(KEPT_EDGE_BYTES);
-            Line::Oversize(OversizeLine {
-                head: line[..edge].to_vec(),
-                tail: line[line.len() - edge..].to_vec(),
-                len: line.len() as u64,
-            })
-        })
-        .collect()
-}
-
-fn read_all(input: Pieces, limit: usize) -> Vec<Line> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let mut reader = LineReader::new(input, limit);
-        let mut lines = Vec::new();
-        while let Some(line) = reader.next_line().await.expect("reading from memory") {
-            lines.push(line);
-        }
-        lines
-    })
-}
-
-/// A line without its newline: short random bytes, or long runs that cross the limits.
-fn line() -> impl Strategy<Value = Vec<u8>> {
-    let byte = any::<u8>().prop_filter("no newline", |b| *b != b'\n');
-    prop_oneof![
-        4 => prop::collection::vec(byte.clone(), 0..200),
-        1 => (byte, 4_000..12_000usize, any::<u8>()).prop_map(|(b, len, salt)| {
-            (0..len).map(|i| if i % 97 == 0 { salt | 1 } else { b }).map(|c| if c == b'\n' { b'x' } else { c }).collect()
-        }),
-    ]
-}
 
 /// Valid client messages, the starting points of the mutated ones.
 const MESSAGES: &[&str] = &[
@@ -98,10 +47,9 @@ struct ErrorBody {
 }
 
 /// Checks an answer is one JSON-RPC error line the client can read.
-fn check_answer(line: &[u8]) -> Result<i64, TestCaseError> {
-    prop_assert!(line.ends_with(b"\n"));
-    prop_assert!(!line[..line.len() - 1].contains(&b'\n'));
-    let answer: ErrorAnswer<'_> = serde_json::from_slice(line)
+fn check_answer(line: &str) -> Result<i64, TestCaseError> {
+    prop_assert!(!line.contains('\n'));
+    let answer: ErrorAnswer<'_> = serde_json::from_str(line)
         .map_err(|e| TestCaseError::fail(format!("answer is not an error line: {e}")))?;
     prop_assert_eq!(answer.jsonrpc, "2.0");
     // The id is echoed as the client wrote it, or null: a string or a number.
@@ -148,23 +96,6 @@ fn check_classify(line: Vec<u8>) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(config(256))]
-
-    #[test]
-    fn every_line_is_read_whole_or_by_its_edges_however_it_arrives(
-        lines in prop::collection::vec(line(), 0..8),
-        trailing_newline in any::<bool>(),
-        limit in prop_oneof![0..64usize, 100..5_000usize, Just(20_000usize)],
-        sizes in prop::collection::vec(1..6_000usize, 1..8),
-    ) {
-        let mut input = lines.join(&b'\n');
-        if trailing_newline && !input.is_empty() {
-            input.push(b'\n');
-        }
-        let expected = expected_lines(&input, limit);
-        let source = Pieces::new(&input, &sizes);
-        let read = within(HANG, move || read_all(source, limit));
-        prop_assert_eq!(read, expected);
-    }
 
     #[test]
     fn random_bytes_are_answered_with_a_parse_error_or_read(line in prop::collection::vec(any::<u8>(), 0..300)) {

@@ -16,6 +16,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::mrtr::{Mrtr, MrtrCall};
 use crate::review_tool::{self, REVIEW_TOOL};
 use crate::tool_catalogue::{
     CODEX_REPLY_TOOL, CODEX_TOOL, CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL,
@@ -32,6 +33,11 @@ pub struct DeputyServer {
     layers: Arc<ConfigLayers>,
     client_gone: CancellationToken,
     conversations: Arc<Conversations>,
+    /// Calls paused between round trips (2026-07-28).
+    mrtr: Arc<Mrtr>,
+    /// Whether an unknown tool is a JSON-RPC error, as the MCP specification has it
+    /// (HTTP), rather than an `isError` result, as Codex answers on stdio.
+    unknown_tool_is_protocol_error: bool,
 }
 
 impl DeputyServer {
@@ -40,32 +46,45 @@ impl DeputyServer {
     /// calls stop sending it events and just finish.
     pub fn new(
         manager: Arc<ThreadManager>,
-        layers: ConfigLayers,
+        layers: Arc<ConfigLayers>,
         client_gone: CancellationToken,
     ) -> Self {
-        let layers = Arc::new(layers);
         let conversations = Arc::new(Conversations::new(
             manager.clone(),
             layers.clone(),
             client_gone.clone(),
         ));
+        let mrtr = Arc::new(Mrtr::new(layers.deputy_home.clone()));
         Self {
             manager,
             layers,
             client_gone,
             conversations,
+            mrtr,
+            unknown_tool_is_protocol_error: false,
         }
     }
 
-    async fn call_codex(
-        &self,
-        call: &CallContext,
-        args: serde_json::Value,
-    ) -> rmcp::model::CallToolResult {
+    /// The same server, holding its paused calls in `mrtr` (shared by every session
+    /// and request of a listener, so that a retry finds its call wherever it arrives).
+    pub(crate) fn sharing_paused_calls(mut self, mrtr: Arc<Mrtr>) -> Self {
+        self.mrtr = mrtr;
+        self
+    }
+
+    /// The same server, answering a call of an unknown tool with -32602 as the MCP
+    /// specification says (the HTTP door, which has no Codex clients to follow).
+    pub(crate) fn with_spec_unknown_tool_errors(mut self) -> Self {
+        self.unknown_tool_is_protocol_error = true;
+        self
+    }
+
+    async fn call_codex(&self, call: &CallContext, args: serde_json::Value) -> CallToolResponse {
         let params: CodexToolCallParam = match serde_json::from_value(args) {
             Ok(params) => params,
             Err(err) => {
-                return tool_result(None, format!("Invalid arguments for `codex`: {err}"), true);
+                return tool_result(None, format!("Invalid arguments for `codex`: {err}"), true)
+                    .into();
             }
         };
         let mut layers = (*self.layers).clone();
@@ -73,16 +92,19 @@ impl DeputyServer {
         let config = match layers.load() {
             Ok(config) => config,
             Err(err) => {
-                return tool_result(None, format!("Failed to load configuration: {err}"), true);
+                return tool_result(None, format!("Failed to load configuration: {err}"), true)
+                    .into();
             }
         };
         // Refused before a session exists, in the words `deputy exec` uses.
         if let Err(err) = config.check_api_key() {
-            return tool_result(None, err.to_string(), true);
+            return tool_result(None, err.to_string(), true).into();
         }
         let thread = match self.manager.start_thread(config) {
             Ok(thread) => thread,
-            Err(err) => return tool_result(None, format!("Failed to start session: {err}"), true),
+            Err(err) => {
+                return tool_result(None, format!("Failed to start session: {err}"), true).into();
+            }
         };
         // From the start of the log: `session_configured` and any configuration warnings.
         run_turn(call, &thread, params.prompt, Some(0)).await
@@ -92,7 +114,7 @@ impl DeputyServer {
         &self,
         call: &CallContext,
         args: serde_json::Value,
-    ) -> rmcp::model::CallToolResult {
+    ) -> CallToolResponse {
         let params: CodexReplyParam = match serde_json::from_value(args) {
             Ok(params) => params,
             Err(err) => {
@@ -100,7 +122,8 @@ impl DeputyServer {
                     None,
                     format!("Invalid arguments for `codex-reply`: {err}"),
                     true,
-                );
+                )
+                .into();
             }
         };
         let Some(id) = params.thread_id.or(params.conversation_id) else {
@@ -109,10 +132,11 @@ impl DeputyServer {
                 "Failed to parse thread_id: either threadId or conversationId must be provided"
                     .into(),
                 true,
-            );
+            )
+            .into();
         };
         if let Err(err) = deputy_core::rollout::parse_thread_id(&id) {
-            return tool_result(None, err.to_string(), true);
+            return tool_result(None, err.to_string(), true).into();
         }
         // A thread from an earlier server process is resumed from its rollout;
         // reading it is file I/O, kept off the async workers.
@@ -121,18 +145,19 @@ impl DeputyServer {
             tokio::task::spawn_blocking(move || manager.get_or_resume(&lookup_id, &layers)).await;
         let (thread, resumed_after) = match found {
             Ok(Ok(found)) => found,
-            Ok(Err(err)) => return tool_result(Some(&id), err.to_string(), true),
+            Ok(Err(err)) => return tool_result(Some(&id), err.to_string(), true).into(),
             Err(err) => {
                 return tool_result(
                     Some(&id),
                     format!("resuming the session failed: {err}"),
                     true,
-                );
+                )
+                .into();
             }
         };
         // A turn per call: a thread whose turn is still running is busy, not queued behind.
         if thread.is_busy() {
-            return tool_result(Some(&id), ThreadError::Busy.to_string(), true);
+            return tool_result(Some(&id), ThreadError::Busy.to_string(), true).into();
         }
         // A thread resumed by this call announces itself again (`session_configured`).
         run_turn(call, &thread, params.prompt, resumed_after).await
@@ -190,10 +215,10 @@ impl ServerHandler for DeputyServer {
         info
     }
 
-    /// Capped at 2025-11-25: newer revisions forbid server→client requests,
-    /// which approvals (elicitation) need.
+    /// Every revision up to 2026-07-28, which forbids server→client requests: its
+    /// clients get approvals as Multi Round-Trip Requests (`mrtr`).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     async fn on_custom_request(
@@ -227,25 +252,55 @@ impl ServerHandler for DeputyServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let round_trips = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let mrtr = round_trips.then(|| MrtrCall {
+            mrtr: self.mrtr.clone(),
+            tool: request.name.to_string(),
+            can_elicit: context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.elicitation.is_some()),
+        });
         let call = CallContext {
             peer: context.peer.clone(),
             request_id: context.id.clone(),
             progress_token: context.meta.get_progress_token(),
             cancelled: context.ct.clone(),
             client_gone: self.client_gone.clone(),
+            mrtr,
         };
+        if let Some(sealed) = &request.request_state {
+            let Some(mrtr) = &call.mrtr else {
+                return Err(McpError::invalid_params(
+                    "requestState continues a call of protocol 2026-07-28 or later; this request names an earlier one",
+                    None,
+                ));
+            };
+            return mrtr.resume(&call, sealed, request.input_responses).await;
+        }
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let result = match request.name.as_ref() {
+        let result: CallToolResponse = match request.name.as_ref() {
             CODEX_TOOL => self.call_codex(&call, args).await,
             CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
-            REVIEW_TOOL => review_tool::call_review(&self.manager, &self.layers, &call, args).await,
-            CONVERSATION_CREATE_TOOL => self.conversations.create(&call, args).await,
-            CONVERSATION_SEND_MESSAGE_TOOL => self.conversations.send_message(&call, args).await,
-            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,
-            CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await,
-            other => tool_result(None, format!("Unknown tool '{other}'"), true),
+            REVIEW_TOOL => review_tool::call_review(&self.manager, &self.layers, &call, args)
+                .await
+                .into(),
+            CONVERSATION_CREATE_TOOL => self.conversations.create(&call, args).await.into(),
+            CONVERSATION_SEND_MESSAGE_TOOL => {
+                self.conversations.send_message(&call, args).await.into()
+            }
+            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await.into(),
+            CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await.into(),
+            other if self.unknown_tool_is_protocol_error => {
+                return Err(McpError::invalid_params(
+                    format!("Unknown tool '{other}'"),
+                    Some(serde_json::json!({"tool": other})),
+                ));
+            }
+            other => tool_result(None, format!("Unknown tool '{other}'"), true).into(),
         };
-        Ok(result.into())
+        Ok(result)
     }
 
     /// rmcp cancels calls still running; the conversation tools also keep work going

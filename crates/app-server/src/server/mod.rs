@@ -74,13 +74,13 @@ impl Server {
     /// A server starting threads from `layers` (home, `-c` overrides).
     pub(crate) fn new(
         manager: Arc<ThreadManager>,
-        layers: ConfigLayers,
+        layers: Arc<ConfigLayers>,
         outgoing: Outgoing,
         loaded: LoadedSender,
     ) -> Self {
         Self {
             manager,
-            layers: Arc::new(layers),
+            layers,
             outgoing,
             followers: HashMap::new(),
             initialized: false,

@@ -4,6 +4,7 @@ mod cold_start;
 mod concurrency;
 mod event_latency;
 mod flood;
+mod http;
 mod idle_memory;
 pub mod model;
 mod patch;
@@ -21,7 +22,7 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 12] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
@@ -31,6 +32,8 @@ pub const NAMES: [&str; 10] = [
     "output-flood",
     "resume",
     "patch",
+    "http-sessions",
+    "http-overhead",
     "unified-exec",
 ];
 
@@ -68,6 +71,8 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
         "output-flood" => Box::new(flood::OutputFlood),
         "resume" => Box::new(resume::Resume::default()),
         "patch" => Box::new(patch::Patch::default()),
+        "http-sessions" => Box::new(http::HttpSessions { sessions: 1000 }),
+        "http-overhead" => Box::new(http::HttpOverhead),
         "unified-exec" => Box::new(unified_exec::UnifiedExec),
         _ => return None,
     })

@@ -21,6 +21,12 @@ const ADD_NOTES: &str = "*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** E
 
 /// Runs `tests/python/<script>` with the SDKs' Python against `home`; its JSON output.
 fn run_script(script: &str, home: &TestHome) -> Value {
+    run_script_against(script, home, DEPUTY)
+}
+
+/// Runs `tests/python/<script>` against `deputy` (the binary, or a listening server's
+/// URL) in `home`; its JSON output.
+pub(crate) fn run_script_against(script: &str, home: &TestHome, deputy: &str) -> Value {
     let python = python312_with_app_server_sdks().unwrap_or_else(|err| panic!("{err}"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
@@ -28,7 +34,7 @@ fn run_script(script: &str, home: &TestHome) -> Value {
     let mut command = home.command(&python);
     command
         .arg(&script)
-        .arg(DEPUTY)
+        .arg(deputy)
         .arg(home.workspace().canonicalize().unwrap());
     let output = run_with_deadline(command, SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -46,7 +52,7 @@ fn run_script(script: &str, home: &TestHome) -> Value {
 /// A home that asks before every command and file change, and the model's answers for:
 /// a turn that runs a command, writes a file and tries a second command (declined); a
 /// turn whose command runs until it is interrupted; one more turn after the resume.
-fn approving_session() -> (TestHome, MockModelServer) {
+pub(crate) fn approving_session() -> (TestHome, MockModelServer) {
     let (home, model) = Setup::new("untrusted", "danger-full-access").home();
     model.push_all([
         shell("call-touch", "touch made.txt"),
@@ -59,7 +65,7 @@ fn approving_session() -> (TestHome, MockModelServer) {
     (home, model)
 }
 
-fn assert_files_of_the_approved_turn(home: &TestHome) {
+pub(crate) fn assert_files_of_the_approved_turn(home: &TestHome) {
     let workspace = home.workspace();
     assert!(
         workspace.join("made.txt").exists(),

@@ -2,8 +2,10 @@
 `codex_app_server_sdk`), as its users do: `CodexClient.connect_stdio` launches
 `<deputy> app-server`, turns are streamed as completed steps, approvals go to a callback.
 
-Usage: app_server_emsi_sdk.py <deputy binary> <workspace>
-Environment: DEPUTY_HOME (inherited by the server).
+Usage: app_server_emsi_sdk.py <deputy binary | ws://HOST:PORT> <workspace>
+Environment: DEPUTY_HOME (inherited by the server). With a `ws://` URL the SDK's
+WebSocket transport connects to a listening `deputy app-server --listen` instead (with
+the bearer token in $DEPUTY_TEST_TOKEN if set), and each "process" is a connection.
 
 One process: `model/list`, a thread, a turn whose command and file change are accepted
 and whose second command is declined, then a turn whose command outlives the SDK's
@@ -29,6 +31,13 @@ WAIT_SECONDS = 30
 
 
 def connect(deputy, workspace, **options):
+    if deputy.startswith("ws://"):
+        return CodexClient.connect_websocket(
+            url=deputy,
+            token=os.environ.get("DEPUTY_TEST_TOKEN"),
+            request_timeout=WAIT_SECONDS,
+            **options,
+        )
     return CodexClient.connect_stdio(
         command=[deputy, "app-server"],
         cwd=workspace,

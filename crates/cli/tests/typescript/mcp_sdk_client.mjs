@@ -1,7 +1,9 @@
 // Drives `deputy mcp-server` with the official MCP TypeScript SDK through one
 // approval scenario and prints what it saw.
 //
-// Usage: node mcp_sdk_client.mjs <deputy binary> <approve|cancel|heartbeat>
+// Usage: node mcp_sdk_client.mjs <deputy binary | http://…/mcp> <approve|cancel|heartbeat>
+//   A URL instead of the binary: the SDK's Streamable HTTP client talks to a listening
+//   `deputy mcp-server --listen` (with `Authorization: Bearer $DEPUTY_TEST_TOKEN` if set).
 //   approve:   a `codex` call whose command needs approval; the client accepts.
 //   cancel:    the same, but the client never answers: it cancels the tool call and
 //              waits for the server to withdraw the question.
@@ -13,6 +15,7 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 // Bound for waits the server should satisfy at once; a hang becomes a failure.
@@ -46,8 +49,14 @@ const UNASKED_CALL = {
   arguments: { prompt: "run the long command", "approval-policy": "never" },
 };
 
-async function main(deputy, scenario) {
-  const transport = new StdioClientTransport({
+/** The transport to `deputy`: a spawned binary, or a listening server's URL. */
+function transportTo(deputy) {
+  if (deputy.startsWith("http")) {
+    const token = process.env.DEPUTY_TEST_TOKEN;
+    const headers = token ? { Authorization: `Bearer ${token}` } : {};
+    return new StreamableHTTPClientTransport(new URL(deputy), { requestInit: { headers } });
+  }
+  return new StdioClientTransport({
     command: deputy,
     args: ["mcp-server"],
     env: {
@@ -59,6 +68,10 @@ async function main(deputy, scenario) {
     cwd: process.cwd(),
     stderr: "inherit",
   });
+}
+
+async function main(deputy, scenario) {
+  const transport = transportTo(deputy);
   const client = new Client(
     { name: "deputy-ts-test", version: "0" },
     { capabilities: { elicitation: {} } },

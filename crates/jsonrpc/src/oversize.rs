@@ -1,13 +1,12 @@
-//! The answer to a message over the size limit, found from the edges that were kept.
+//! What can be read of a message over the size limit, from the edges that were kept.
 //!
-//! Only the first and last few KiB of such a line exist, so its id is looked for
-//! where clients put it: among the leading fields (serde, pydantic write `id`
-//! before `params`) or as the trailing field (the TypeScript SDK writes it last).
+//! Only the first and last few KiB of such a message exist, so its id is looked for
+//! where clients put it: among the leading fields (serde, pydantic write `id` before
+//! `params`) or as the trailing field (the TypeScript SDK writes it last).
 
 use serde_json::value::RawValue;
 
-use crate::inbound::{Inbound, echoable, invalid_request};
-use crate::line_reader::OversizeLine;
+use crate::frame::Oversize;
 
 /// The top-level fields readable from an object's beginning or end.
 struct Fields<'a> {
@@ -30,26 +29,43 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Answers a line over the limit: -32600 under its id when the id can be found
-/// (`null` otherwise); a response from the client is dropped, never answered.
-pub(crate) fn answer_oversize(line: &OversizeLine, limit: usize) -> Inbound {
-    let leading = leading_fields(&line.head);
-    let id = leading.value("id").or_else(|| trailing_id(&line.tail));
-    let mib = limit / (1024 * 1024);
+/// What an oversize message was, as far as its edges tell.
+#[derive(Debug)]
+pub enum OversizeKind<'a> {
+    /// A request (or a message that cannot be told apart from one): answer it, under
+    /// this id when one was found that may be echoed (see [`echoable`]).
+    Request(Option<&'a RawValue>),
+    /// The peer's answer to one of ours: never answered, only dropped.
+    Response,
+}
+
+/// Reads what the edges of `message` say it is.
+pub fn read_edges(message: &Oversize) -> OversizeKind<'_> {
+    let leading = leading_fields(&message.head);
     if !leading.has("method") && (leading.has("result") || leading.has("error")) {
-        tracing::warn!(
-            "dropping a {} byte response, more than the {mib} MiB limit",
-            line.len
-        );
-        return Inbound::Ignore;
+        return OversizeKind::Response;
     }
-    invalid_request(
-        id.filter(|id| echoable(id)),
-        format!(
-            "the message is {} bytes, more than the {mib} MiB limit",
-            line.len
-        ),
-    )
+    let id = leading.value("id").or_else(|| trailing_id(&message.tail));
+    OversizeKind::Request(id.filter(|id| echoable(id)))
+}
+
+/// Whether `id` may stand as the id of an answer: JSON-RPC allows strings and
+/// numbers; anything else is answered with `null`.
+pub fn echoable(id: &RawValue) -> bool {
+    id.get()
+        .bytes()
+        .next()
+        .is_some_and(|b| b == b'"' || b == b'-' || b.is_ascii_digit())
+}
+
+/// Why an oversize request is refused, in the words every transport uses.
+pub fn too_large(len: u64, limit: usize) -> String {
+    let limit = if limit.is_multiple_of(1024 * 1024) {
+        format!("{} MiB", limit / (1024 * 1024))
+    } else {
+        format!("{limit} bytes")
+    };
+    format!("the message is {len} bytes, more than the {limit} limit")
 }
 
 /// The fields at the start of `head`, up to the first one cut off.
@@ -151,28 +167,27 @@ fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
 
-    /// An oversize line made of `start`, a long string, and `end`, as the reader keeps it.
-    fn oversize(start: &str, end: &str) -> OversizeLine {
+    /// An oversize message made of `start`, a long string, and `end`, as it is kept.
+    fn oversize(start: &str, end: &str) -> Oversize {
         let filler = "x".repeat(10_000);
         let whole = format!("{start}{filler}{end}");
-        OversizeLine {
+        Oversize {
             head: whole.as_bytes()[..4096].to_vec(),
             tail: whole.as_bytes()[whole.len() - 4096..].to_vec(),
             len: whole.len() as u64,
         }
     }
 
-    fn answered(line: &OversizeLine) -> Value {
-        match answer_oversize(line, 16 << 20) {
-            Inbound::Answer(bytes) => serde_json::from_slice(&bytes).unwrap(),
-            other => panic!("expected an answer, got {other:?}"),
+    fn id_of(message: &Oversize) -> Option<String> {
+        match read_edges(message) {
+            OversizeKind::Request(id) => id.map(|id| id.get().to_string()),
+            OversizeKind::Response => panic!("read as a response"),
         }
     }
 
     #[test]
-    fn the_id_is_found_first_or_last_and_echoed_as_written() {
+    fn the_id_is_found_first_or_last_and_kept_as_written() {
         let leading = oversize(
             r#"{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"prompt":""#,
             r#""}}"#,
@@ -181,14 +196,12 @@ mod tests {
             r#"{"method":"tools/call","params":{"arguments":{"prompt":""#,
             r#""}},"jsonrpc":"2.0","id":18446744073709551616}"#,
         );
-        assert_eq!(answered(&leading)["id"], "abc");
-        assert_eq!(answered(&leading)["error"]["code"], -32600);
-        let text = match answer_oversize(&trailing, 16 << 20) {
-            Inbound::Answer(bytes) => String::from_utf8(bytes).unwrap(),
-            other => panic!("{other:?}"),
-        };
-        assert!(text.contains("\"id\":18446744073709551616,"), "{text}");
-        assert!(text.contains("16 MiB"), "{text}");
+        assert_eq!(id_of(&leading).as_deref(), Some(r#""abc""#));
+        assert_eq!(id_of(&trailing).as_deref(), Some("18446744073709551616"));
+        assert_eq!(
+            too_large(20 << 20, 16 << 20),
+            "the message is 20971520 bytes, more than the 16 MiB limit"
+        );
     }
 
     #[test]
@@ -196,24 +209,24 @@ mod tests {
         // `"id":12` at the very end of the head might be the start of `123`.
         let mut cut = oversize(r#"{"jsonrpc":"2.0","id":12345"#, "}");
         cut.head.truncate(r#"{"jsonrpc":"2.0","id":12"#.len());
-        assert_eq!(answered(&cut)["id"], Value::Null);
-        // A nested `"id"` near the end does not close the line.
+        assert_eq!(id_of(&cut), None);
+        // A nested `"id"` near the end does not close the message.
         let nested = oversize(
             r#"{"method":"tools/call","params":{"text":""#,
             r#"","meta":{"id":7}},"jsonrpc":"2.0"}"#,
         );
-        assert_eq!(answered(&nested)["id"], Value::Null);
+        assert_eq!(id_of(&nested), None);
         // An escaped `\"id\"` inside the text is not a key.
         let escaped = oversize(r#"{"method":"m","params":{"text":""#, r#"\"id\":7}"}}"#);
-        assert_eq!(answered(&escaped)["id"], Value::Null);
+        assert_eq!(id_of(&escaped), None);
+        // An id that is neither a string nor a number is not echoed.
+        let object = oversize(r#"{"id":{"a":1},"method":"m","params":{"text":""#, r#""}}"#);
+        assert_eq!(id_of(&object), None);
     }
 
     #[test]
-    fn an_oversize_response_is_dropped() {
+    fn an_oversize_response_is_read_as_one() {
         let response = oversize(r#"{"jsonrpc":"2.0","id":1,"result":{"content":""#, r#""}}"#);
-        assert!(matches!(
-            answer_oversize(&response, 16 << 20),
-            Inbound::Ignore
-        ));
+        assert!(matches!(read_edges(&response), OversizeKind::Response));
     }
 }

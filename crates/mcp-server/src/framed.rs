@@ -1,93 +1,88 @@
-//! The stdio relay between the real stdin/stdout and rmcp.
+//! rmcp over a message transport (stdio lines, or a WebSocket): a relay that reads the
+//! client's frames and sorts them (`compat::frames`) before rmcp sees them, and rmcp's
+//! end, which writes its messages into the transport's bounded output queue.
 //!
-//! Everything the client writes passes through here before rmcp sees it: lines
-//! are read within a size limit, sorted (a line rmcp cannot take is answered or
-//! dropped here, see `inbound`), held to the MCP lifecycle (`handshake`), and
-//! renumbered where they answer the server's own requests (`request_ids`). Every
-//! queue is bounded, and no line is read while the output is backed up, so a
-//! client that floods requests without reading answers cannot grow the server.
+//! rmcp never waits for its own sends — each one is a task of its own — so its loop
+//! would keep taking input however far behind the output is. Sends here wait for a
+//! place in the output queue before serializing, and the relay waits for room in the
+//! same queue before reading the next frame, which carries the backpressure back to
+//! the input: a client that floods requests without reading answers cannot grow the
+//! server.
 
-use rmcp::model::{ClientJsonRpcMessage, ErrorData};
-use tokio::io::{AsyncRead, AsyncWrite};
+use std::io;
+
+use deputy_jsonrpc::OutputQueue;
+use deputy_jsonrpc::transport::{FrameReader, MessageTransport};
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::handshake::{Admission, Handshake};
-use crate::inbound::{Inbound, classify, error_line};
-use crate::line_reader::{Line, LineReader, MAX_LINE_BYTES};
-use crate::output::{self, OutputQueue};
-use crate::oversize::answer_oversize;
-use crate::request_ids;
-use crate::transport::StdioTransport;
+use crate::compat::frames::{Inbound, sort};
 
 /// How many messages may wait for rmcp to take them.
 const INBOUND_QUEUE_MESSAGES: usize = 4;
 
-/// The rmcp side of the relay, plus a token cancelled when stdin reaches EOF.
-pub(crate) struct Relay {
+/// The rmcp side of the relay, plus a token cancelled when the input ends.
+pub(crate) struct Framed {
     /// What rmcp serves on.
-    pub(crate) transport: StdioTransport,
+    pub(crate) transport: FramedTransport,
     /// Cancelled once the client closed its end of the input (or the output failed).
     pub(crate) input_closed: CancellationToken,
     /// Finishes when everything queued for output has been written out.
     pub(crate) output_done: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the relay over any reader and writer (stdin/stdout in production).
-pub(crate) fn start(
-    input: impl AsyncRead + Unpin + Send + 'static,
-    output: impl AsyncWrite + Unpin + Send + 'static,
-) -> Relay {
-    let (output, output_done) = output::start_writer(output);
+/// Starts the relay over `transport`, whose messages may be `limit` bytes long.
+pub(crate) fn start(transport: MessageTransport, limit: usize) -> Framed {
+    let MessageTransport {
+        input,
+        output,
+        writer,
+    } = transport;
     let (to_server, from_client) = mpsc::channel(INBOUND_QUEUE_MESSAGES);
     let input_closed = CancellationToken::new();
-    let lines = LineReader::new(input, MAX_LINE_BYTES);
     tokio::spawn(relay_input(
-        lines,
+        input,
+        limit,
         to_server,
         output.clone(),
         input_closed.clone(),
     ));
-    Relay {
-        transport: StdioTransport::new(from_client, output),
+    Framed {
+        transport: FramedTransport {
+            inbound: from_client,
+            output,
+        },
         input_closed,
-        output_done,
+        output_done: writer,
     }
 }
 
-/// Where one line from the client goes.
-enum Route {
-    /// To rmcp.
-    Server(Box<ClientJsonRpcMessage>),
-    /// Back to the client: the relay's own answer.
-    Client(Vec<u8>),
-    /// Nowhere (logged where it was decided).
-    Nowhere,
-}
-
-/// Reads the client's lines until EOF, forwarding what rmcp should see.
+/// Reads the client's frames until the input ends, forwarding what rmcp should see.
 async fn relay_input(
-    mut lines: LineReader<impl AsyncRead + Unpin>,
+    mut input: FrameReader,
+    limit: usize,
     to_server: mpsc::Sender<ClientJsonRpcMessage>,
     output: OutputQueue,
     closed: CancellationToken,
 ) {
-    let mut handshake = Handshake::default();
-    // Waiting for room before each line is the backpressure: while the output is
-    // backed up, stdin is left unread and the client's writes block.
+    // Waiting for room before each frame is the backpressure: while the output is
+    // backed up, the input is left unread and the client's writes block.
     while output.wait_for_room().await.is_ok() {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
+        let frame = match input.next().await {
+            Ok(Some(frame)) => frame,
             Ok(None) => break,
             Err(err) => {
-                tracing::warn!("reading stdin failed: {err}");
+                tracing::warn!("reading the client's messages failed: {err}");
                 break;
             }
         };
-        let delivered = match route(line, &mut handshake) {
-            Route::Server(message) => to_server.send(*message).await.is_ok(),
-            Route::Client(answer) => output.send(answer).await.is_ok(),
-            Route::Nowhere => true,
+        let delivered = match sort(&frame, limit) {
+            Inbound::Message(message) => to_server.send(*message).await.is_ok(),
+            Inbound::Answer(answer) => output.send(answer).await.is_ok(),
+            Inbound::Ignore => true,
         };
         if !delivered {
             break;
@@ -99,39 +94,63 @@ async fn relay_input(
     drop(to_server);
 }
 
-/// Decides where `line` goes: sorted, held to the lifecycle, renumbered.
-fn route(line: Line, handshake: &mut Handshake) -> Route {
-    let inbound = match line {
-        Line::Whole(bytes) if bytes.trim_ascii().is_empty() => return Route::Nowhere,
-        Line::Whole(bytes) => classify(&bytes),
-        Line::Oversize(oversize) => answer_oversize(&oversize, MAX_LINE_BYTES),
-    };
-    let message = match inbound {
-        Inbound::Message(message) => *message,
-        Inbound::Answer(answer) => return Route::Client(answer),
-        Inbound::Ignore => return Route::Nowhere,
-    };
-    match handshake.admit(&message) {
-        Admission::Pass => {}
-        Admission::Refuse(id, why) => {
-            let id = serde_json::value::to_raw_value(&id).ok();
-            let error = ErrorData::invalid_request(why, None);
-            return Route::Client(error_line(id.as_deref(), error));
+/// The transport rmcp serves on: typed messages in from the relay, messages out
+/// through the bounded output queue.
+pub(crate) struct FramedTransport {
+    inbound: mpsc::Receiver<ClientJsonRpcMessage>,
+    output: OutputQueue,
+}
+
+impl Transport<RoleServer> for FramedTransport {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        message: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let output = self.output.clone();
+        async move {
+            let closed = |_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed");
+            let place = output.reserve().await.map_err(closed)?;
+            let text = serde_json::to_string(&message)?;
+            place.send(text).await.map_err(closed)
         }
-        Admission::Drop => return Route::Nowhere,
     }
-    match request_ids::incoming(message) {
-        Some(message) => Route::Server(Box::new(message)),
-        None => Route::Nowhere,
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.inbound.recv().await
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inbound.close();
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::transport::Transport;
+    use crate::compat::Compat;
     use serde_json::{Value, json};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The relay over a pipe, wrapped as the server uses it.
+    fn relay(
+        input: tokio::io::DuplexStream,
+        output: tokio::io::DuplexStream,
+    ) -> (
+        Compat<FramedTransport>,
+        CancellationToken,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let transport = MessageTransport::lines(input, output, crate::LIMITS);
+        let framed = start(transport, crate::LIMITS.max_message_bytes);
+        (
+            Compat::new(framed.transport),
+            framed.input_closed,
+            framed.output_done,
+        )
+    }
 
     /// Everything the relay wrote, as JSON values.
     async fn written(mut client_out: tokio::io::DuplexStream) -> Vec<Value> {
@@ -154,7 +173,7 @@ mod tests {
     async fn bad_lines_are_answered_and_good_ones_reach_rmcp_in_order() {
         let (mut client, input) = tokio::io::duplex(1024);
         let (output, client_out) = tokio::io::duplex(64 * 1024);
-        let mut relay = start(input, output);
+        let (mut transport, input_closed, output_done) = relay(input, output);
         let mut feed = initialize(1).into_bytes();
         feed.extend_from_slice(
             b"\xff\xfe\nnot json\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
@@ -163,13 +182,13 @@ mod tests {
         drop(client);
 
         let mut methods = Vec::new();
-        while let Some(message) = relay.transport.receive().await {
+        while let Some(message) = transport.receive().await {
             methods.push(serde_json::to_value(message).unwrap()["method"].clone());
         }
         assert_eq!(methods, [json!("initialize"), json!("ping")]);
-        relay.input_closed.cancelled().await;
-        drop(relay.transport);
-        relay.output_done.await.unwrap();
+        input_closed.cancelled().await;
+        drop(transport);
+        output_done.await.unwrap();
         let answers = written(client_out).await;
         let codes: Vec<&Value> = answers.iter().map(|a| &a["error"]["code"]).collect();
         assert_eq!(codes, [&json!(-32700), &json!(-32700)], "{answers:?}");
@@ -179,15 +198,15 @@ mod tests {
     async fn relay_all(feed: String) -> (Vec<Value>, Vec<Value>) {
         let (mut client, input) = tokio::io::duplex(1024);
         let (output, client_out) = tokio::io::duplex(64 * 1024);
-        let mut relay = start(input, output);
+        let (mut transport, _input_closed, output_done) = relay(input, output);
         client.write_all(feed.as_bytes()).await.unwrap();
         drop(client);
         let mut forwarded = Vec::new();
-        while let Some(message) = relay.transport.receive().await {
+        while let Some(message) = transport.receive().await {
             forwarded.push(serde_json::to_value(message).unwrap());
         }
-        drop(relay.transport);
-        relay.output_done.await.unwrap();
+        drop(transport);
+        output_done.await.unwrap();
         (forwarded, written(client_out).await)
     }
 

@@ -1,5 +1,5 @@
-//! JSON-RPC 2.0 as Codex's app-server speaks it: the same envelopes, written without the
-//! `"jsonrpc"` field; incoming messages are read with or without it.
+//! JSON-RPC 2.0 envelopes, written with or without the `"jsonrpc"` field (Codex's
+//! app-server leaves it out; ACP and MCP write it) and read either way.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -81,10 +81,31 @@ impl JsonRpcError {
     }
 }
 
-/// A request or notification the server writes (`id` absent for a notification),
-/// without `"jsonrpc"`.
+/// Whether written messages carry `"jsonrpc": "2.0"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Plain JSON-RPC 2.0: every message names its version.
+    JsonRpc2,
+    /// Codex's app-server: the same envelopes without the `"jsonrpc"` field.
+    WithoutVersion,
+}
+
+impl Dialect {
+    /// The `jsonrpc` member to write: `Some("2.0")` or nothing.
+    pub fn version(self) -> Option<&'static str> {
+        match self {
+            Self::JsonRpc2 => Some("2.0"),
+            Self::WithoutVersion => None,
+        }
+    }
+}
+
+/// A request or notification the server writes (`id` absent for a notification).
 #[derive(Debug, Serialize)]
 pub struct OutgoingCall<'a, P: Serialize> {
+    /// `"2.0"`, or absent in the [`Dialect::WithoutVersion`] dialect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jsonrpc: Option<&'static str>,
     /// The request's id; none for a notification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<&'a RequestId>,
@@ -94,9 +115,12 @@ pub struct OutgoingCall<'a, P: Serialize> {
     pub params: &'a P,
 }
 
-/// The server's answer to a client request, without `"jsonrpc"`.
+/// The server's answer to a client request.
 #[derive(Debug, Serialize)]
 pub struct OutgoingResponse<'a, R: Serialize> {
+    /// `"2.0"`, or absent in the [`Dialect::WithoutVersion`] dialect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jsonrpc: Option<&'static str>,
     /// The request's id.
     pub id: &'a RequestId,
     /// The result.
@@ -106,6 +130,9 @@ pub struct OutgoingResponse<'a, R: Serialize> {
 /// The server's error answer; `id` is null when the request could not be read.
 #[derive(Debug, Serialize)]
 pub struct OutgoingError<'a> {
+    /// `"2.0"`, or absent in the [`Dialect::WithoutVersion`] dialect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jsonrpc: Option<&'static str>,
     /// The request's id, if it could be read.
     pub id: Option<&'a RequestId>,
     /// What went wrong.

@@ -1,28 +1,55 @@
-//! What one line from the client is, and the answer when rmcp cannot take it.
+//! What one message from the client is, and the answer when rmcp cannot take it.
 //!
 //! rmcp drops lines that are not JSON and answers a message it cannot type with an
 //! error that lacks the id, which leaves a client waiting and answers notifications,
-//! which JSON-RPC forbids. Here every line is sorted first: a request that cannot be
-//! served is answered under its own id — exactly as the client wrote it, since ids
-//! such as `18446744073709551616` do not survive a trip through a float — and a
-//! notification or response that cannot be read is logged and dropped.
+//! which JSON-RPC forbids. Here every frame (a line on stdio, an HTTP body) is sorted
+//! first: a request that cannot be served — unreadable, or over the size limit — is
+//! answered under its own id, exactly as the client wrote it, since ids such as
+//! `18446744073709551616` do not survive a trip through a float; a notification or
+//! response that cannot be read is logged and dropped.
 
 use std::borrow::Cow;
 
+use deputy_jsonrpc::oversize::{OversizeKind, echoable, read_edges, too_large};
+use deputy_jsonrpc::{Frame, Oversize};
 use rmcp::model::{ClientJsonRpcMessage, ErrorData, JsonRpcVersion2_0, RequestId};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// What the relay does with one line.
+/// What becomes of one frame.
 #[derive(Debug)]
 pub(crate) enum Inbound {
     /// A message for rmcp.
     Message(Box<ClientJsonRpcMessage>),
-    /// Answered by the relay: this error line goes back to the client.
-    Answer(Vec<u8>),
+    /// Answered here: this error message (JSON, no newline) goes back to the client.
+    Answer(String),
     /// Nothing to answer (a notification or response that cannot be read); logged.
     Ignore,
+}
+
+/// Sorts one frame, blank or not: a whole one by [`classify`], an oversize one by
+/// [`answer_oversize`] with the transport's `limit`.
+pub(crate) fn sort(frame: &Frame, limit: usize) -> Inbound {
+    match frame {
+        Frame::Whole(bytes) => classify(bytes),
+        Frame::Oversize(oversize) => answer_oversize(oversize, limit),
+    }
+}
+
+/// Answers a message over the limit: -32600 under its id when the id can be found
+/// (`null` otherwise); a response from the client is dropped, never answered.
+pub(crate) fn answer_oversize(message: &Oversize, limit: usize) -> Inbound {
+    match read_edges(message) {
+        OversizeKind::Response => {
+            tracing::warn!(
+                "dropping a {} byte response, more than the limit of {limit} bytes",
+                message.len
+            );
+            Inbound::Ignore
+        }
+        OversizeKind::Request(id) => invalid_request(id, too_large(message.len, limit)),
+    }
 }
 
 /// The top-level fields that tell what kind of message a line is. The id stays raw
@@ -46,7 +73,7 @@ enum Kind<'a> {
     Response,
 }
 
-/// Sorts one whole line (without its `\n`).
+/// Sorts one whole message (a line without its `\n`).
 pub(crate) fn classify(line: &[u8]) -> Inbound {
     if let Err(err) = std::str::from_utf8(line) {
         let error =
@@ -116,15 +143,6 @@ fn is_object(line: &[u8]) -> bool {
         .is_some_and(|&b| b == b'{')
 }
 
-/// Whether `id` may stand as the id of an answer: JSON-RPC allows strings and
-/// numbers; anything else is answered with `null`.
-pub(crate) fn echoable(id: &RawValue) -> bool {
-    id.get()
-        .bytes()
-        .next()
-        .is_some_and(|b| b == b'"' || b == b'-' || b.is_ascii_digit())
-}
-
 /// Answers with -32600 under `id` (`null` when unknown).
 pub(crate) fn invalid_request(id: Option<&RawValue>, why: impl Into<Cow<'static, str>>) -> Inbound {
     let why = why.into();
@@ -133,8 +151,8 @@ pub(crate) fn invalid_request(id: Option<&RawValue>, why: impl Into<Cow<'static,
     Inbound::Answer(error_line(id, error))
 }
 
-/// One JSON-RPC error line, `\n` included, echoing `id` verbatim.
-pub(crate) fn error_line(id: Option<&RawValue>, error: ErrorData) -> Vec<u8> {
+/// One JSON-RPC error message (no newline), echoing `id` verbatim.
+pub(crate) fn error_line(id: Option<&RawValue>, error: ErrorData) -> String {
     #[derive(Serialize)]
     struct ErrorLine<'a> {
         jsonrpc: JsonRpcVersion2_0,
@@ -146,9 +164,7 @@ pub(crate) fn error_line(id: Option<&RawValue>, error: ErrorData) -> Vec<u8> {
         id,
         error,
     };
-    let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
+    serde_json::to_string(&line).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -158,14 +174,14 @@ mod tests {
 
     fn answer(line: &str) -> String {
         match classify(line.as_bytes()) {
-            Inbound::Answer(bytes) => String::from_utf8(bytes).unwrap(),
+            Inbound::Answer(text) => text,
             other => panic!("{line}: expected an answer, got {other:?}"),
         }
     }
 
     fn code(answer: &str) -> Value {
         // The id is cut out first: `Value` cannot hold every number an id may be.
-        let error = &answer[answer.find("\"error\":").unwrap() + 8..answer.len() - 2];
+        let error = &answer[answer.find("\"error\":").unwrap() + 8..answer.len() - 1];
         serde_json::from_str::<Value>(error).unwrap()["code"].clone()
     }
 
@@ -187,7 +203,7 @@ mod tests {
             assert_eq!(code(&answer), -32700, "{line}");
         }
         let not_utf8 = match classify(b"\xff\xfe") {
-            Inbound::Answer(bytes) => String::from_utf8(bytes).unwrap(),
+            Inbound::Answer(text) => text,
             other => panic!("{other:?}"),
         };
         assert_eq!(code(&not_utf8), -32700);
@@ -272,5 +288,35 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn an_oversize_request_is_answered_under_its_id_and_a_response_dropped() {
+        let filler = "x".repeat(10_000);
+        let whole = format!(
+            r#"{{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{{"prompt":"{filler}"}}}}"#
+        );
+        let request = Oversize {
+            head: whole.as_bytes()[..4096].to_vec(),
+            tail: whole.as_bytes()[whole.len() - 4096..].to_vec(),
+            len: whole.len() as u64,
+        };
+        let Inbound::Answer(text) = answer_oversize(&request, 16 << 20) else {
+            panic!("not answered");
+        };
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["id"], "abc");
+        assert_eq!(answer["error"]["code"], -32600);
+        assert!(text.contains("16 MiB"), "{text}");
+        let whole = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":"{filler}"}}}}"#);
+        let response = Oversize {
+            head: whole.as_bytes()[..4096].to_vec(),
+            tail: whole.as_bytes()[whole.len() - 4096..].to_vec(),
+            len: whole.len() as u64,
+        };
+        assert!(matches!(
+            answer_oversize(&response, 16 << 20),
+            Inbound::Ignore
+        ));
     }
 }
