@@ -68,9 +68,10 @@ impl ToolHandler for RequestUserInput {
                                     "type": "array",
                                     "items": {
                                         "type": "object",
+                                        // As Codex 0.125 offers it: `description` is
+                                        // required but not listed among the properties.
                                         "properties": {
-                                            "label": {"type": "string", "description": "The choice, as the user picks it."},
-                                            "description": {"type": "string", "description": "What picking it means."}
+                                            "label": {"type": "string", "description": "The choice, as the user picks it."}
                                         },
                                         "required": ["label", "description"],
                                         "additionalProperties": false
