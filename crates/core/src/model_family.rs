@@ -19,6 +19,9 @@ const BASE_INSTRUCTIONS: &str = include_str!("prompts/base_instructions.md");
 pub enum ShellToolKind {
     /// `shell` (an argv) and `shell_command` (a `bash -lc` script), both one-shot.
     ShellAndShellCommand,
+    /// `exec_command` + `write_stdin`: commands that may outlive the call, on a terminal
+    /// when asked (the coding models, as Codex offers them).
+    UnifiedExec,
 }
 
 /// How `apply_patch` is offered.
@@ -43,6 +46,8 @@ pub struct ModelFamily {
     pub apply_patch_tool: ApplyPatchToolKind,
     /// Whether `update_plan` is offered.
     pub plan_tool: bool,
+    /// Whether `request_user_input` is offered.
+    pub user_input_tool: bool,
     /// Whether the model takes images (in tool outputs; elsewhere the provider decides).
     pub images: bool,
     /// Whether the provider's hosted web search works with the model.
@@ -116,13 +121,20 @@ impl ModelFamily {
             .iter()
             .filter(|row| name.starts_with(row.prefix))
             .max_by_key(|row| row.prefix.len());
+        let coding = name.starts_with("gpt-5") && name.contains("-codex");
         Self {
             family: row.map_or("", |row| row.prefix),
             context_window: row.map(|row| row.context_window),
             base_instructions: Cow::Borrowed(BASE_INSTRUCTIONS),
-            shell_tool: ShellToolKind::ShellAndShellCommand,
+            // The coding models are trained on unified exec and on asking the user.
+            shell_tool: if coding {
+                ShellToolKind::UnifiedExec
+            } else {
+                ShellToolKind::ShellAndShellCommand
+            },
             apply_patch_tool: ApplyPatchToolKind::Function,
             plan_tool: true,
+            user_input_tool: coding,
             images: row.is_some_and(|row| row.images),
             web_search: row.is_some_and(|row| row.web_search),
             parallel_tool_calls: false,
@@ -178,6 +190,12 @@ mod tests {
         let gpt5 = ModelFamily::builtin("openai/GPT-5-codex");
         assert_eq!(gpt5.family, "gpt-5");
         assert!(gpt5.images && gpt5.web_search);
+        assert_eq!(gpt5.shell_tool, ShellToolKind::UnifiedExec);
+        assert!(gpt5.user_input_tool && !generic.user_input_tool);
+        assert_eq!(
+            ModelFamily::builtin("gpt-5").shell_tool,
+            ShellToolKind::ShellAndShellCommand
+        );
     }
 
     #[test]

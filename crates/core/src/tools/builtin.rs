@@ -26,12 +26,19 @@ pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {
             tools.push(Arc::new(Shell));
             tools.push(Arc::new(ShellCommand));
         }
+        ShellToolKind::UnifiedExec => {
+            tools.push(Arc::new(super::unified_exec::ExecCommand));
+            tools.push(Arc::new(super::unified_exec::WriteStdin));
+        }
     }
     match family.apply_patch_tool {
         ApplyPatchToolKind::Function => tools.push(Arc::new(ApplyPatch)),
     }
     if family.plan_tool {
         tools.push(Arc::new(UpdatePlan));
+    }
+    if family.user_input_tool {
+        tools.push(Arc::new(super::request_user_input::RequestUserInput));
     }
     tools
 }

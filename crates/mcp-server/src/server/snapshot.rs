@@ -274,6 +274,7 @@ mod tests {
             aggregated_output: output.clone(),
             duration: None,
             formatted_output: output,
+            process_id: None,
         })
     }
 

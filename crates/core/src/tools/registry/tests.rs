@@ -132,7 +132,7 @@ fn default_tools(fixture: &str) -> Value {
 
 /// The built-in tools of a model deputy knows and of one it does not.
 fn registries() -> [ToolRegistry; 2] {
-    ["gpt-5-codex", "mock-model"]
+    ["gpt-4.1", "mock-model"]
         .map(|model| ToolRegistry::for_turn(&ModelFamily::builtin(model), &ThreadTools::default()))
 }
 
@@ -158,7 +158,7 @@ fn the_built_in_tools_are_offered_exactly_as_before_the_registry() {
             default_tools(include_str!("default_tools.chat.json"))
         );
     }
-    let mut family = ModelFamily::builtin("gpt-5-codex");
+    let mut family = ModelFamily::builtin("gpt-4.1");
     family.plan_tool = false;
     let names: Vec<String> = ToolRegistry::for_turn(&family, &ThreadTools::default())
         .specs()
@@ -190,7 +190,7 @@ fn a_name_is_taken_once_and_a_thread_tool_never_replaces_a_built_in_one() {
         }
     }
     thread.add(Arc::new(FakeShell)).unwrap();
-    let specs = ToolRegistry::for_turn(&ModelFamily::builtin("gpt-5-codex"), &thread).specs();
+    let specs = ToolRegistry::for_turn(&ModelFamily::builtin("gpt-4.1"), &thread).specs();
     let shells: Vec<&ToolSpec> = specs
         .iter()
         .filter(|spec| spec.name() == Some("shell"))
@@ -334,7 +334,7 @@ async fn a_tool_added_through_the_registry_is_offered_and_its_output_returned() 
         MockResponse::text_turn("Again."),
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
-    let thread = thread_with_test_tools(&home, &manager, "gpt-5-codex");
+    let thread = thread_with_test_tools(&home, &manager, "gpt-4.1");
 
     assert!(matches!(
         run_turn(&thread, "look up seam").await,
