@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SessionId,
 };
 use deputy_core::driver::{Approver, Asked};
-use deputy_protocol::{ApprovalDecision, FormAction, Question, Reply};
+use deputy_protocol::{ApprovalDecision, Question, Reply};
 
 use crate::translate::permission_tool_call;
 
@@ -63,27 +63,26 @@ impl Approver for ClientApprover {
     /// (`permission_tool_call` shows each kind its own way), except an MCP server's form:
     /// ACP has no forms, so it is declined unasked.
     fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
-        let pending = match &asked.question {
-            Question::McpElicitation(_) => None,
+        let options = OPTIONS
+            .iter()
+            .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
+            .collect();
+        // ACP asks permissions, not questions: the model's own questions and MCP servers'
+        // forms go unanswered (a refusal declines a form).
+        let request = match &asked.question {
+            Question::McpElicitation(_) | Question::UserInput(_) => None,
             Question::Exec(_) | Question::Patch(_) | Question::McpToolCall(_) => {
-                let options = OPTIONS
-                    .iter()
-                    .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
-                    .collect();
-                let asked = RequestPermissionRequest::new(
+                Some(RequestPermissionRequest::new(
                     self.session_id.clone(),
                     permission_tool_call(&asked),
                     options,
-                );
-                Some(self.client.send_request(asked).block_task())
+                ))
             }
         };
+        let pending = request.map(|request| self.client.send_request(request).block_task());
         async move {
             let Some(pending) = pending else {
-                return Reply::Form {
-                    action: FormAction::Decline,
-                    content: None,
-                };
+                return Reply::denied("an ACP client cannot be asked questions or shown forms");
             };
             match pending.await {
                 Ok(response) => decision(&response.outcome),

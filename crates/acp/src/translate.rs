@@ -393,6 +393,11 @@ pub(crate) fn permission_tool_call(asked: &Asked) -> ToolCallUpdate {
             }
             fields
         }
+        // Never asked as a permission (see the approver); shown as what it is.
+        Question::UserInput(request) => ToolCallUpdateFields::new()
+            .title("Questions to the user")
+            .kind(ToolKind::Other)
+            .raw_input(json!({"questions": request.questions})),
     };
     ToolCallUpdate::new(asked.item_id.clone(), fields)
 }

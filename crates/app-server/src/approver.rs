@@ -23,7 +23,8 @@ use crate::protocol::{
     FileChangeRequestApprovalResponse, McpElicitationMode, McpElicitationObjectType,
     McpElicitationSchema, McpServerElicitationAction, McpServerElicitationRequestParams,
     McpServerElicitationRequestResponse, RequestId, ServerNotification, ServerRequest,
-    ServerRequestResolvedNotification,
+    ServerRequestResolvedNotification, ToolRequestUserInputOption, ToolRequestUserInputParams,
+    ToolRequestUserInputQuestion, ToolRequestUserInputResponse,
 };
 use crate::translate::command_actions;
 
@@ -155,6 +156,32 @@ pub(crate) fn server_request(asked: &Asked) -> ServerRequest {
                 meta: None,
             })
         }
+        Question::UserInput(q) => ServerRequest::ToolRequestUserInput(ToolRequestUserInputParams {
+            thread_id,
+            turn_id,
+            item_id,
+            questions: q
+                .questions
+                .iter()
+                .map(|question| ToolRequestUserInputQuestion {
+                    id: question.id.clone(),
+                    header: question.header.clone(),
+                    question: question.question.clone(),
+                    is_other: true,
+                    is_secret: false,
+                    options: (!question.options.is_empty()).then(|| {
+                        question
+                            .options
+                            .iter()
+                            .map(|option| ToolRequestUserInputOption {
+                                label: option.label.clone(),
+                                description: option.description.clone(),
+                            })
+                            .collect()
+                    }),
+                })
+                .collect(),
+        }),
     }
 }
 
@@ -202,6 +229,24 @@ fn read_answer(question: &Question, result: serde_json::Value) -> Reply {
                         McpServerElicitationAction::Cancel => FormAction::Cancel,
                     },
                     content: answer.content,
+                },
+            );
+        }
+        Question::UserInput(_) => {
+            return read::<ToolRequestUserInputResponse>(result).map_or_else(
+                |refused| refused,
+                |response| {
+                    let answers: std::collections::BTreeMap<String, String> = response
+                        .answers
+                        .into_iter()
+                        .filter(|(_, answer)| !answer.answers.is_empty())
+                        .map(|(id, answer)| (id, answer.answers.join(", ")))
+                        .collect();
+                    if answers.is_empty() {
+                        Reply::denied("the user answered none of the questions")
+                    } else {
+                        Reply::Answers { answers }
+                    }
                 },
             );
         }
@@ -352,6 +397,56 @@ mod tests {
             let (decision, reason) = answer_to(exec(), reply.clone()).await.into_decision();
             assert_eq!(decision, Decision::Denied, "{reply:?}");
             assert!(reason.is_some(), "{reply:?}");
+        }
+    }
+
+    fn user_input() -> Question {
+        Question::UserInput(engine::UserInputRequest {
+            call_id: "c".into(),
+            turn_id: "u".into(),
+            questions: vec![
+                engine::UserInputQuestion {
+                    id: "db".into(),
+                    header: "Database".into(),
+                    question: "Which one?".into(),
+                    options: vec![engine::UserInputOption {
+                        label: "sqlite".into(),
+                        description: "a file".into(),
+                    }],
+                },
+                engine::UserInputQuestion {
+                    id: "name".into(),
+                    header: "Name".into(),
+                    question: "What name?".into(),
+                    options: Vec::new(),
+                },
+            ],
+        })
+    }
+
+    #[tokio::test]
+    async fn questions_to_the_user_are_asked_as_request_user_input_and_answers_read_back() {
+        let ServerRequest::ToolRequestUserInput(params) = server_request(&asked(user_input()))
+        else {
+            panic!("not a user input request");
+        };
+        assert_eq!(params.questions.len(), 2);
+        assert_eq!(params.questions[0].options.as_ref().map(Vec::len), Some(1));
+        assert_eq!(params.questions[1].options, None);
+        let reply = answer_to(
+            user_input(),
+            Ok(json!({"answers": {"db": {"answers": ["sqlite"]}, "name": {"answers": []}}})),
+        )
+        .await;
+        assert_eq!(
+            reply,
+            Reply::Answers {
+                answers: [("db".to_string(), "sqlite".to_string())].into()
+            }
+        );
+        for unanswered in [json!({"answers": {}}), json!({"decision": "accept"})] {
+            let reply = answer_to(user_input(), Ok(unanswered.clone())).await;
+            assert!(matches!(reply, Reply::Decision { .. }), "{unanswered}");
         }
     }
 }

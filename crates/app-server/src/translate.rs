@@ -352,7 +352,7 @@ pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
             id: cmd.id.clone(),
             command: escape_command_for_display(&cmd.command),
             cwd: cmd.cwd.clone(),
-            process_id: None,
+            process_id: cmd.process_id.clone(),
             source: CommandExecutionSource::Agent,
             status: match cmd.status {
                 engine::CommandExecutionStatus::InProgress => CommandExecutionStatus::InProgress,

@@ -14,6 +14,8 @@ const INTRO: &str = include_str!("prompts/base/intro.md");
 const TOOLS: &str = include_str!("prompts/base/tools_intro.md");
 const SHELL: &str = include_str!("prompts/base/shell.md");
 const SHELL_COMMAND: &str = include_str!("prompts/base/shell_command.md");
+const UNIFIED_EXEC: &str = include_str!("prompts/base/unified_exec.md");
+const REQUEST_USER_INPUT: &str = include_str!("prompts/base/request_user_input.md");
 const APPLY_PATCH_FREEFORM: &str = include_str!("prompts/base/apply_patch_freeform.md");
 const APPLY_PATCH_FUNCTION: &str = include_str!("prompts/base/apply_patch_function.md");
 const PATCH_FORMAT: &str = include_str!("prompts/base/patch_format.md");
@@ -34,6 +36,9 @@ pub(crate) fn for_tools(tools: &[ToolSpec]) -> String {
     if offered(names::SHELL_COMMAND) {
         sections.push(SHELL_COMMAND);
     }
+    if offered(names::EXEC_COMMAND) {
+        sections.push(UNIFIED_EXEC);
+    }
     match tools
         .iter()
         .find(|tool| tool.name() == Some(names::APPLY_PATCH))
@@ -47,6 +52,9 @@ pub(crate) fn for_tools(tools: &[ToolSpec]) -> String {
     }
     if offered(names::VIEW_IMAGE) {
         sections.push(VIEW_IMAGE);
+    }
+    if offered(names::REQUEST_USER_INPUT) {
+        sections.push(REQUEST_USER_INPUT);
     }
     if tools
         .iter()
@@ -78,9 +86,9 @@ mod tests {
         names::UPDATE_PLAN,
         names::VIEW_IMAGE,
         names::WEB_SEARCH,
-        "exec_command",
-        "write_stdin",
-        "request_user_input",
+        names::EXEC_COMMAND,
+        names::WRITE_STDIN,
+        names::REQUEST_USER_INPUT,
         "spawn_agent",
         "send_input",
         "resume_agent",

@@ -47,10 +47,6 @@ pub(crate) struct Session {
     /// Where the thread is persisted, when it is.
     pub(crate) rollout: Option<RolloutRecorder>,
     /// What the thread's tools keep between calls; dropped with the session.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
-    )]
     pub(crate) tool_state: ToolState,
     /// Why the thread's turns cannot run: a required MCP server did not start.
     pub(crate) unusable: Mutex<Option<String>>,
@@ -398,10 +394,6 @@ pub(crate) struct ToolState {
 
 impl ToolState {
     /// The thread's `T`, created with `T::default()` the first time it is asked for.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "a seam: no built-in tool keeps state yet")
-    )]
     pub(crate) fn get<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
         let mut slots = lock(&self.slots);
         let slot = slots

@@ -22,6 +22,9 @@ pub enum ShellToolKind {
     ShellAndShellCommand,
     /// `shell_command` alone.
     ShellCommand,
+    /// `exec_command` + `write_stdin`: commands that may outlive the call, on a terminal
+    /// when asked (the coding models, as Codex offers them).
+    UnifiedExec,
 }
 
 /// How `apply_patch` is offered.
@@ -52,6 +55,8 @@ pub struct ModelFamily {
     pub apply_patch_tool: ApplyPatchToolKind,
     /// Whether `update_plan` is offered.
     pub plan_tool: bool,
+    /// Whether `request_user_input` is offered.
+    pub user_input_tool: bool,
     /// Whether the model takes images (in tool outputs; elsewhere the provider decides).
     pub images: bool,
     /// Whether `view_image` is offered (models that take images, unless config says no).
@@ -85,8 +90,8 @@ enum Tools {
     Classic,
     /// `shell_command`, freeform `apply_patch`.
     Gpt5,
-    /// The coding models: Codex gives them `exec_command` + `write_stdin`; deputy offers
-    /// `shell_command` until it has unified exec. Freeform `apply_patch`.
+    /// The coding models: `exec_command` + `write_stdin` and `request_user_input`, as Codex
+    /// offers them. Freeform `apply_patch`.
     Codex,
     /// `shell_command`, `apply_patch` as a function.
     OpenWeights,
@@ -96,7 +101,8 @@ impl Tools {
     fn shell(self) -> ShellToolKind {
         match self {
             Self::Classic => ShellToolKind::ShellAndShellCommand,
-            Self::Gpt5 | Self::Codex | Self::OpenWeights => ShellToolKind::ShellCommand,
+            Self::Codex => ShellToolKind::UnifiedExec,
+            Self::Gpt5 | Self::OpenWeights => ShellToolKind::ShellCommand,
         }
     }
 
@@ -215,6 +221,8 @@ impl ModelFamily {
             shell_tool: tools.shell(),
             apply_patch_tool: tools.apply_patch(),
             plan_tool: true,
+            // The coding models are trained on asking the user.
+            user_input_tool: matches!(tools, Tools::Codex),
             images,
             view_image_tool: images,
             // Of a model it does not know, deputy cannot say: whoever turned the hosted
@@ -325,14 +333,14 @@ mod tests {
             (family.shell_tool, family.apply_patch_tool, family.reasoning)
         };
         use ApplyPatchToolKind::{Freeform, Function};
-        use ShellToolKind::{ShellAndShellCommand, ShellCommand};
+        use ShellToolKind::{ShellAndShellCommand, ShellCommand, UnifiedExec};
         for codex in [
             "gpt-5-codex",
             "gpt-5.1-codex-max",
             "openai/gpt-5.2-codex",
             "codex-1",
         ] {
-            assert_eq!(kinds(codex), (ShellCommand, Freeform, true), "{codex}");
+            assert_eq!(kinds(codex), (UnifiedExec, Freeform, true), "{codex}");
         }
         assert_eq!(kinds("gpt-5.1"), (ShellCommand, Freeform, true));
         assert_eq!(kinds("gpt-oss-120b"), (ShellCommand, Function, true));
@@ -358,6 +366,13 @@ mod tests {
         let gpt5 = ModelFamily::builtin("openai/GPT-5-codex");
         assert_eq!(gpt5.family, "gpt-5");
         assert!(gpt5.images && gpt5.web_search && gpt5.view_image_tool);
+        assert_eq!(gpt5.shell_tool, ShellToolKind::UnifiedExec);
+        assert!(gpt5.user_input_tool && !generic.user_input_tool);
+        assert_eq!(
+            ModelFamily::builtin("gpt-5").shell_tool,
+            ShellToolKind::ShellCommand
+        );
+        assert!(!ModelFamily::builtin("gpt-5").user_input_tool);
     }
 
     fn config_with(text: &str) -> Config {

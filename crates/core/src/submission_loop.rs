@@ -180,6 +180,8 @@ async fn submission_loop(
             Op::Interrupt { turn_id } => {
                 if let Some(turn) = running.as_ref().filter(|t| t.turn_id == turn_id) {
                     turn.cancel.cancel();
+                    // An interrupt stops whatever the model left running, too.
+                    crate::tools::stop_unified_exec(&session);
                 } else if let Some(at) = queue.iter().position(|t| t.turn_id == turn_id)
                     && let Some(dropped) = queue.remove(at)
                 {
@@ -304,4 +306,5 @@ async fn stop(session: &Session, turn: Option<RunningTurn>, queue: &mut VecDeque
         turn.cancel.cancel();
         let _ = turn.handle.await;
     }
+    crate::tools::stop_unified_exec(session);
 }

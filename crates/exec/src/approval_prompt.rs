@@ -15,7 +15,7 @@ use deputy_core::command_safety::escape_command_for_display;
 use deputy_core::display::{escape_line, escape_text};
 use deputy_protocol::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, ExecApprovalRequestEvent, FileChange,
-    FormAction, McpElicitationRequest, McpToolCallApprovalRequest, Reply,
+    FormAction, McpElicitationRequest, McpToolCallApprovalRequest, Reply, UserInputRequest,
 };
 use tokio::sync::mpsc;
 
@@ -91,6 +91,58 @@ pub(crate) fn decline_form(req: &McpElicitationRequest) -> Reply {
     Reply::Form {
         action: FormAction::Decline,
         content: None,
+    }
+}
+
+/// Asks the model's questions one by one: an option by its number, or an answer in words;
+/// an empty line skips the question.
+pub(crate) async fn ask_user_input(req: &UserInputRequest) -> Reply {
+    let Some(terminal) = terminal() else {
+        return Reply::denied("deputy exec has no terminal to ask the user on");
+    };
+    let mut lines = terminal.lines.lock().await;
+    let mut answers = BTreeMap::new();
+    for question in &req.questions {
+        discard_earlier_input(terminal.fd, &mut lines);
+        let mut text = format!(
+            "{}: {}\n",
+            escape_line(&question.header),
+            escape_line(&question.question)
+        );
+        for (n, option) in question.options.iter().enumerate() {
+            text.push_str(&format!(
+                "  {}. {} — {}\n",
+                n + 1,
+                escape_line(&option.label),
+                escape_line(&option.description)
+            ));
+        }
+        text.push_str(if question.options.is_empty() {
+            "answer (empty to skip): "
+        } else {
+            "number or answer (empty to skip): "
+        });
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "{text}");
+        let _ = stderr.flush();
+        let Some(line) = lines.recv().await else {
+            break;
+        };
+        let line = line.trim();
+        let picked = line
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|n| question.options.get(n));
+        let answer = picked.map_or_else(|| line.to_string(), |option| option.label.clone());
+        if !answer.is_empty() {
+            answers.insert(question.id.clone(), answer);
+        }
+    }
+    if answers.is_empty() {
+        Reply::denied("the user answered none of the questions")
+    } else {
+        Reply::Answers { answers }
     }
 }
 

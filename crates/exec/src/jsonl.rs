@@ -545,6 +545,7 @@ mod tests {
             aggregated_output: output.into(),
             duration: None,
             formatted_output: String::new(),
+            process_id: None,
         })
     }
 

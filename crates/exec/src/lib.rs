@@ -239,6 +239,7 @@ impl Approver for TerminalApprover {
                 Question::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
                 Question::McpToolCall(req) => approval_prompt::ask_mcp_tool_call(req).await,
                 Question::McpElicitation(req) => approval_prompt::decline_form(req),
+                Question::UserInput(req) => approval_prompt::ask_user_input(req).await,
             }
         }
     }

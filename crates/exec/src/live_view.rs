@@ -569,6 +569,7 @@ mod tests {
             aggregated_output: output.into(),
             duration: Some(Duration::from_millis(1500)),
             formatted_output: String::new(),
+            process_id: None,
         })
     }
 

@@ -19,6 +19,7 @@ mod review_tool;
 mod server;
 mod tool_catalogue;
 mod turn_runner;
+mod user_input;
 mod wire;
 
 use std::path::PathBuf;

@@ -16,7 +16,7 @@ use deputy_core::driver::{
 use deputy_core::{Thread, ThreadError, TurnInput};
 use deputy_protocol::{
     Event, FileChange, InputItem, McpToolCallApprovalRequest, Question, Reply, ThreadEvent,
-    codex_events,
+    UserInputRequest, codex_events,
 };
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelledNotificationParam, ClientResult, ContentBlock,
@@ -230,18 +230,14 @@ impl Approver for ElicitationApprover {
 
     fn ask(&self, asked: Asked, _kept: &mut ()) -> impl Future<Output = Reply> + Send + 'static {
         let peer = self.peer.clone();
-        let form = matches!(asked.question, Question::McpElicitation(_));
+        let expected = Expected::of(&asked.question);
         let params = elicitation_params(asked, self.tool_call_id.clone(), &self.cwd);
         async move {
-            let reply = elicit(&peer, &params).await;
-            match (form, reply) {
-                (true, Answer::Given(reply)) => wire::parse_form_reply(&reply),
-                (false, Answer::Given(reply)) => match wire::parse_approval_reply(&reply) {
-                    ApprovalReply::Decided(decision) => Reply::decided(decision),
-                    ApprovalReply::Malformed(why) => Reply::denied(why),
-                },
-                (_, Answer::None(why)) => Reply::denied(why),
-            }
+            let reply = match elicit(&peer, &params).await {
+                Answer::Given(reply) => reply,
+                Answer::None(why) => return Reply::denied(why),
+            };
+            expected.read(&reply)
         }
     }
 
@@ -312,6 +308,14 @@ pub(crate) fn elicitation_params(
                 ApprovalDetails::McpElicitation {
                     codex_mcp_server: req.server,
                 },
+            )
+        }
+        Question::UserInput(req) => {
+            requested_schema = crate::user_input::schema(&req);
+            (
+                crate::user_input::message(&req),
+                "request-user-input",
+                ApprovalDetails::UserInput {},
             )
         }
     };
@@ -432,6 +436,42 @@ impl Drop for WithdrawOnDrop {
             );
             let _ = peer.notify_cancelled(param).await;
         });
+    }
+}
+
+/// What an elicitation's answer is read as, by the kind of question it asks.
+#[derive(Debug)]
+pub(crate) enum Expected {
+    /// An approval's decision.
+    Decision,
+    /// An MCP server's form, filled in.
+    Form,
+    /// The model's questions to the user, answered in words.
+    Answers(UserInputRequest),
+}
+
+impl Expected {
+    /// How the answer to `question` reads: an approval's answer is a decision, a server's
+    /// form is relayed as filled in, and the model's own questions are answered in words.
+    pub(crate) fn of(question: &Question) -> Self {
+        match question {
+            Question::Exec(_) | Question::Patch(_) | Question::McpToolCall(_) => Self::Decision,
+            Question::McpElicitation(_) => Self::Form,
+            Question::UserInput(request) => Self::Answers(request.clone()),
+        }
+    }
+
+    /// The client's answer as the engine's reply; anything unreadable is a denial
+    /// saying why.
+    pub(crate) fn read(&self, reply: &serde_json::Value) -> Reply {
+        match self {
+            Self::Decision => match wire::parse_approval_reply(reply) {
+                ApprovalReply::Decided(decision) => Reply::decided(decision),
+                ApprovalReply::Malformed(why) => Reply::denied(why),
+            },
+            Self::Form => wire::parse_form_reply(reply),
+            Self::Answers(request) => crate::user_input::read_reply(request, reply),
+        }
     }
 }
 

@@ -163,6 +163,8 @@ pub(crate) enum ApprovalDetails {
         codex_grant_root: Option<PathBuf>,
         codex_changes: BTreeMap<PathBuf, FileChange>,
     },
+    /// The model's questions to the user (the form is the schema; nothing to add).
+    UserInput {},
     /// A tool call to an MCP server.
     McpToolCall {
         codex_mcp_server: String,

@@ -138,7 +138,9 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             Question::Exec(q) => vec![EventMsg::ExecApprovalRequest(q.clone())],
             Question::Patch(q) => vec![EventMsg::ApplyPatchApprovalRequest(q.clone())],
             // Codex has no event for it: each front door asks it through its approver.
-            Question::McpToolCall(_) | Question::McpElicitation(_) => Vec::new(),
+            Question::McpToolCall(_) | Question::McpElicitation(_) | Question::UserInput(_) => {
+                Vec::new()
+            }
         },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
@@ -199,6 +201,7 @@ fn exec_begin(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandBeginEven
         command: cmd.command.clone(),
         cwd: cmd.cwd.clone(),
         parsed_cmd: cmd.parsed_cmd.clone(),
+        process_id: cmd.process_id.clone(),
     }
 }
 
@@ -221,6 +224,7 @@ fn exec_end(cmd: &CommandExecutionItem, turn_id: &str) -> ExecCommandEndEvent {
                 ExecCommandStatus::Failed
             }
         },
+        process_id: cmd.process_id.clone(),
     }
 }
 
@@ -269,6 +273,7 @@ mod tests {
             aggregated_output: "a\n".into(),
             duration: None,
             formatted_output: "Exit code: 0".into(),
+            process_id: None,
         })
     }
 

@@ -216,6 +216,9 @@ pub struct ExecCommandBeginEvent {
     pub cwd: PathBuf,
     /// How the command was understood.
     pub parsed_cmd: Vec<ParsedCommand>,
+    /// The unified-exec session it runs in, when it may outlive its call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
 }
 
 /// Which stream a chunk came from.
@@ -266,6 +269,9 @@ pub struct ExecCommandEndEvent {
     /// How it ended: `completed` (exit 0), `failed`, or `declined` (never ran).
     #[serde(default = "ExecCommandStatus::completed")]
     pub status: ExecCommandStatus,
+    /// The unified-exec session it ran in, when it could outlive its call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
 }
 
 /// How a command ended, in `exec_command_end`.

@@ -152,6 +152,9 @@ pub struct CommandExecutionItem {
     /// The text the model was given.
     #[serde(default)]
     pub formatted_output: String,
+    /// The unified-exec session the command runs in, when it may outlive its call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
 }
 
 impl CommandExecutionItem {
@@ -177,6 +180,7 @@ impl CommandExecutionItem {
             aggregated_output: String::new(),
             duration: None,
             formatted_output: String::new(),
+            process_id: None,
         }
     }
 }

@@ -23,6 +23,9 @@ pub enum Question {
     /// An MCP server deputy uses asks the user to fill in a form (its elicitation);
     /// answered with [`Reply::Form`].
     McpElicitation(McpElicitationRequest),
+    /// The model's own questions to the user (`request_user_input`); answered with
+    /// [`Reply::Answers`], or not at all (any decision means no answer).
+    UserInput(UserInputRequest),
 }
 
 impl Question {
@@ -33,6 +36,7 @@ impl Question {
             Self::Patch(q) => &q.call_id,
             Self::McpToolCall(q) => &q.call_id,
             Self::McpElicitation(q) => &q.call_id,
+            Self::UserInput(q) => &q.call_id,
         }
     }
 
@@ -43,6 +47,7 @@ impl Question {
             Self::Patch(q) => &q.turn_id,
             Self::McpToolCall(q) => &q.turn_id,
             Self::McpElicitation(q) => &q.turn_id,
+            Self::UserInput(q) => &q.turn_id,
         }
     }
 
@@ -53,6 +58,7 @@ impl Question {
             Self::Patch(_) => "patch",
             Self::McpToolCall(_) => "MCP tool call",
             Self::McpElicitation(_) => "MCP server's question",
+            Self::UserInput(_) => "question to the user",
         }
     }
 }
@@ -103,6 +109,41 @@ pub enum FormAction {
     Cancel,
 }
 
+/// Questions the model asks the user, each answered by choosing an option or in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserInputRequest {
+    /// The model's tool call id.
+    pub call_id: String,
+    /// The turn's id.
+    pub turn_id: String,
+    /// The questions, in order.
+    pub questions: Vec<UserInputQuestion>,
+}
+
+/// One question of a [`UserInputRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserInputQuestion {
+    /// Names the question in the answers.
+    pub id: String,
+    /// A short title.
+    pub header: String,
+    /// The question itself.
+    pub question: String,
+    /// The choices offered (none: a free answer).
+    #[serde(default)]
+    pub options: Vec<UserInputOption>,
+}
+
+/// One choice of a [`UserInputQuestion`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserInputOption {
+    /// What the user picks; the answer when picked.
+    pub label: String,
+    /// What picking it means.
+    #[serde(default)]
+    pub description: String,
+}
+
 /// The answer to a [`Question`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -124,6 +165,11 @@ pub enum Reply {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<serde_json::Value>,
     },
+    /// The user's answers to a [`Question::UserInput`], by question id.
+    Answers {
+        /// Question id → the answer (an option's label, or the user's words).
+        answers: std::collections::BTreeMap<String, String>,
+    },
 }
 
 impl Reply {
@@ -144,7 +190,7 @@ impl Reply {
     }
 
     /// The decision this reply stands for (a form sent counts as approved, one refused
-    /// as denied, one dismissed as abort).
+    /// as denied, one dismissed as abort; answers stand for consent).
     pub fn decision(&self) -> ApprovalDecision {
         match self {
             Self::Decision { decision, .. } => *decision,
@@ -153,22 +199,30 @@ impl Reply {
                 FormAction::Decline => ApprovalDecision::Denied,
                 FormAction::Cancel => ApprovalDecision::Abort,
             },
+            Self::Answers { .. } => ApprovalDecision::Approved,
         }
     }
 
-    /// The decision, with the reason when it was made for the user (see [`Reply::decision`]).
+    /// The reply as an approval: its decision and why nobody decided, if so. Answers
+    /// where a decision was asked for decide nothing: they deny.
     pub fn into_decision(self) -> (ApprovalDecision, Option<String>) {
         match self {
             Self::Decision { decision, reason } => (decision, reason),
             Self::Form { .. } => (self.decision(), None),
+            Self::Answers { .. } => (
+                ApprovalDecision::Denied,
+                Some("the reply answered questions instead of deciding".to_string()),
+            ),
         }
     }
 
     /// This reply as the answer to a form: a decision made instead (a timeout, a door
-    /// that cannot show forms) declines it, or dismisses it when the turn is to stop.
+    /// that cannot show forms) declines it, or dismisses it when the turn is to stop;
+    /// answers to other questions decline it.
     pub fn into_form(self) -> (FormAction, Option<serde_json::Value>) {
         match self {
             Self::Form { action, content } => (action, content),
+            Self::Answers { .. } => (FormAction::Decline, None),
             Self::Decision { decision, .. } => match decision {
                 ApprovalDecision::Approved | ApprovalDecision::ApprovedForSession => {
                     (FormAction::Accept, None)

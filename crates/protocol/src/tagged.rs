@@ -186,6 +186,9 @@ mod tests {
             json!({"type": "mcp_elicitation_request", "item_id": "i6", "call_id": "c6",
                 "turn_id": "u1", "server": "docs", "message": "Your name?",
                 "requested_schema": {"type": "object", "properties": {}}}),
+            json!({"type": "user_input_request", "item_id": "i7", "call_id": "c7",
+                "turn_id": "u1", "questions": [{"id": "q1", "header": "Db", "question": "Which?",
+                "options": [{"label": "sqlite", "description": "a file"}]}]}),
             json!({"type": "approval_resolved", "item_id": "i4", "call_id": "c4",
                 "decision": "approved"}),
             json!({"type": "turn_diff", "unified_diff": "--- a\n+++ b\n"}),
@@ -251,6 +254,7 @@ mod tests {
                 crate::Question::Patch(_) => 9,
                 crate::Question::McpToolCall(_) => 19,
                 crate::Question::McpElicitation(_) => 22,
+                crate::Question::UserInput(_) => 23,
             },
             ThreadEventMsg::ApprovalResolved(_) => 10,
             ThreadEventMsg::TurnDiff(_) => 11,
@@ -292,7 +296,7 @@ mod tests {
 
     #[test]
     fn every_event_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadEventMsg>(events(), event_kind, 23);
+        reads_back::<ThreadEventMsg>(events(), event_kind, 24);
     }
 
     #[test]

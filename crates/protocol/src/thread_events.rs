@@ -6,7 +6,7 @@ use crate::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, ErrorEvent, ExecApprovalRequestEvent,
     ExecOutputStream, McpToolCallApprovalRequest, Question, SessionConfiguredEvent,
     StreamErrorEvent, TaskCompleteEvent, TaskStartedEvent, ThreadItem, TokenCountEvent,
-    TurnAbortedEvent, TurnDiffEvent, WarningEvent,
+    TurnAbortedEvent, TurnDiffEvent, UserInputRequest, WarningEvent,
 };
 
 /// One entry of a thread's event log.
@@ -89,6 +89,7 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "patch_approval_request" => QuestionAsked(PatchApprovalRequest as QuestionAsked),
     "mcp_tool_call_approval_request" => QuestionAsked(McpToolCallApproval as QuestionAsked),
     "mcp_elicitation_request" => QuestionAsked(McpElicitation as QuestionAsked),
+    "user_input_request" => QuestionAsked(UserInput as QuestionAsked),
     "approval_resolved" => ApprovalResolved(ApprovalResolvedEvent),
     "turn_diff" => TurnDiff(TurnDiffEvent),
     "token_count" => TokenCount(TokenCountEvent),
@@ -189,6 +190,11 @@ impl Serialize for QuestionAsked {
                 #[serde(flatten)]
                 request: &'a crate::McpElicitationRequest,
             },
+            UserInputRequest {
+                item_id: &'a str,
+                #[serde(flatten)]
+                request: &'a UserInputRequest,
+            },
         }
         let item_id = &self.item_id;
         match &self.question {
@@ -200,6 +206,7 @@ impl Serialize for QuestionAsked {
             Question::McpElicitation(request) => {
                 Written::McpElicitationRequest { item_id, request }
             }
+            Question::UserInput(request) => Written::UserInputRequest { item_id, request },
         }
         .serialize(serializer)
     }
@@ -269,6 +276,23 @@ impl From<McpElicitation> for QuestionAsked {
         Self {
             item_id: read.item_id,
             question: Question::McpElicitation(read.request),
+        }
+    }
+}
+
+/// How `user_input_request` reads.
+#[derive(Deserialize)]
+struct UserInput {
+    item_id: String,
+    #[serde(flatten)]
+    request: UserInputRequest,
+}
+
+impl From<UserInput> for QuestionAsked {
+    fn from(read: UserInput) -> Self {
+        Self {
+            item_id: read.item_id,
+            question: Question::UserInput(read.request),
         }
     }
 }

@@ -391,6 +391,9 @@ server_requests! {
     /// Asks the client a form about an MCP server: whether one of its tools may be called.
     McpServerElicitationRequest => "mcpServer/elicitation/request"
         (McpServerElicitationRequestParams) -> McpServerElicitationRequestResponse;
+    /// Asks the client the model's own questions to the user (`request_user_input`).
+    ToolRequestUserInput => "item/tool/requestUserInput"
+        (ToolRequestUserInputParams) -> ToolRequestUserInputResponse;
 }
 
 /// The client's notifications (no params).

@@ -170,3 +170,61 @@ pub enum McpServerElicitationAction {
     /// Dismissed it; the turn stops.
     Cancel,
 }
+
+/// Params of `item/tool/requestUserInput`: the model's questions to the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn asking.
+    pub turn_id: String,
+    /// Names this question set (the tool call's item).
+    pub item_id: String,
+    /// The questions, in order.
+    pub questions: Vec<ToolRequestUserInputQuestion>,
+}
+
+/// One question of `item/tool/requestUserInput`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputQuestion {
+    /// Names the question in the answers.
+    pub id: String,
+    /// A short title.
+    pub header: String,
+    /// The question.
+    pub question: String,
+    /// Whether the user may answer in words besides picking an option (always, here).
+    pub is_other: bool,
+    /// Whether the answer should be hidden as typed (never, here).
+    pub is_secret: bool,
+    /// The choices; `null` for a free answer.
+    pub options: Option<Vec<ToolRequestUserInputOption>>,
+}
+
+/// One choice of a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputOption {
+    /// The choice.
+    pub label: String,
+    /// What picking it means.
+    pub description: String,
+}
+
+/// The answer to `item/tool/requestUserInput`: per question id, what the user answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputResponse {
+    /// Question id → its answer; a question left out was not answered.
+    pub answers: std::collections::BTreeMap<String, ToolRequestUserInputAnswer>,
+}
+
+/// The answer to one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputAnswer {
+    /// The labels picked, or the user's words.
+    pub answers: Vec<String>,
+}

@@ -53,6 +53,7 @@ fn command(status: engine::CommandExecutionStatus) -> engine::CommandExecutionIt
         aggregated_output: String::new(),
         duration: None,
         formatted_output: String::new(),
+        process_id: None,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod model;
 mod patch;
 mod resume;
 mod turns;
+mod unified_exec;
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,7 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 13] = [
     "cold-start",
     "turn-overhead",
     "concurrency",
@@ -35,6 +36,7 @@ pub const NAMES: [&str; 12] = [
     "http-sessions",
     "http-overhead",
     "mcp-tool-call",
+    "unified-exec",
 ];
 
 /// How long the handshake may take, start-up included.
@@ -74,6 +76,7 @@ pub fn create(name: &str) -> Option<Box<dyn Workload>> {
         "http-sessions" => Box::new(http::HttpSessions { sessions: 1000 }),
         "http-overhead" => Box::new(http::HttpOverhead),
         "mcp-tool-call" => Box::new(mcp_tool::McpToolCall),
+        "unified-exec" => Box::new(unified_exec::UnifiedExec),
         _ => return None,
     })
 }

@@ -125,9 +125,11 @@ fn the_codex_family_gets_codex_tools_reasoning_and_caching_fields() {
         "gpt-5-codex",
         &body,
         &[
-            "shell_command",
+            "exec_command",
+            "write_stdin",
             "apply_patch",
             "update_plan",
+            "request_user_input",
             "view_image",
             "web_search",
         ],
@@ -227,9 +229,16 @@ fn on_chat_the_same_tools_are_functions_with_the_same_schemas_and_no_web_search(
         .collect();
     assert_eq!(
         names,
-        ["apply_patch", "shell_command", "update_plan", "view_image"]
-            .map(String::from)
-            .into()
+        [
+            "apply_patch",
+            "exec_command",
+            "request_user_input",
+            "update_plan",
+            "view_image",
+            "write_stdin"
+        ]
+        .map(String::from)
+        .into()
     );
     let codex = codex_tools();
     for tool in body["tools"].as_array().unwrap() {

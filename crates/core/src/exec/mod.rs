@@ -100,7 +100,7 @@ pub enum ExecError {
 /// The command's process group (its session's only group when it starts). Dropped while
 /// armed (cancelled turn, dropped future), it stops the group: SIGTERM now, SIGKILL after
 /// [`STOP_GRACE`] from a detached thread, so that an abandoned command leaves nothing running.
-struct ProcessGroupGuard(Option<i32>);
+pub(crate) struct ProcessGroupGuard(Option<i32>);
 
 impl ProcessGroupGuard {
     fn signal(&self, signal: libc::c_int) {
@@ -113,13 +113,13 @@ impl ProcessGroupGuard {
     }
 
     /// SIGKILLs the group and disarms the guard.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         self.signal(libc::SIGKILL);
         self.0 = None;
     }
 
     /// SIGTERMs the group, waits up to [`STOP_GRACE`] for the leader, then SIGKILLs the group.
-    async fn stop(
+    pub(crate) async fn stop(
         &mut self,
         child: &mut tokio::process::Child,
     ) -> std::io::Result<std::process::ExitStatus> {
@@ -164,13 +164,23 @@ impl Drop for ProcessGroupGuard {
     }
 }
 
-/// Runs `req`, calling `on_output` with each chunk (up to [`DELTA_CAP_BYTES`]).
-/// Cancelling `cancel` stops the process group and returns [`ExecError::Cancelled`].
-pub async fn run_command(
+/// A command started as every command is: in a session of its own, with only the
+/// environment it was given, counted as deputy's own child (not an escaped one) while this
+/// lives, and its group stopped when this is dropped before it was waited for.
+pub(crate) struct Started {
+    /// The process (usually the launcher supervising the command).
+    pub(crate) child: tokio::process::Child,
+    /// Its process group, stopped on drop unless killed or stopped already.
+    pub(crate) group: ProcessGroupGuard,
+    _own: deputy_sandbox::OwnChild<'static>,
+}
+
+/// Starts `req` with the standard streams `stdio` sets up. Must be called on a thread that
+/// lives as long as deputy (see the module's documentation).
+pub(crate) fn start(
     req: &ExecRequest,
-    cancel: &CancellationToken,
-    mut on_output: impl FnMut(ExecOutputStream, &[u8]),
-) -> Result<ExecOutput, ExecError> {
+    stdio: impl FnOnce(&mut Command),
+) -> Result<Started, ExecError> {
     let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
     if !req.cwd.is_dir() {
         return Err(ExecError::MissingWorkdir(req.cwd.clone()));
@@ -181,11 +191,9 @@ pub async fn run_command(
         .current_dir(&req.cwd)
         .env_clear()
         .envs(req.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         // Stopping goes through the group guard: SIGTERM first, so a supervisor can clean up.
         .kill_on_drop(false);
+    stdio(&mut command);
     // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
     // which is async-signal-safe.
     unsafe {
@@ -200,14 +208,35 @@ pub async fn run_command(
         });
     }
     adopt_orphans();
-    let start = Instant::now();
-    let (mut child, _own) = OWN_CHILDREN
+    let (child, own) = OWN_CHILDREN
         .start(|| command.spawn(), tokio::process::Child::id)
         .map_err(|source| ExecError::Spawn {
             program: program.clone(),
             source,
         })?;
-    let mut group = ProcessGroupGuard(child.id().map(|pid| pid as i32));
+    let group = ProcessGroupGuard(child.id().map(|pid| pid as i32));
+    Ok(Started {
+        child,
+        group,
+        _own: own,
+    })
+}
+
+/// Runs `req`, calling `on_output` with each chunk (up to [`DELTA_CAP_BYTES`]).
+/// Cancelling `cancel` stops the process group and returns [`ExecError::Cancelled`].
+pub async fn run_command(
+    req: &ExecRequest,
+    cancel: &CancellationToken,
+    mut on_output: impl FnMut(ExecOutputStream, &[u8]),
+) -> Result<ExecOutput, ExecError> {
+    let mut started = start(req, |command| {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+    })?;
+    let start = Instant::now();
+    let (child, group) = (&mut started.child, &mut started.group);
     let piped = |name| ExecError::Io(std::io::Error::other(format!("{name} was not piped")));
     let mut stdout = child.stdout.take().ok_or_else(|| piped("stdout"))?;
     let mut stderr = child.stderr.take().ok_or_else(|| piped("stderr"))?;
@@ -251,13 +280,13 @@ pub async fn run_command(
             }
             () = &mut deadline, if status.is_none() => {
                 timed_out = true;
-                status = Some(group.stop(&mut child).await?);
+                status = Some(group.stop(child).await?);
                 kill_escaped().await;
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
             }
             () = drain_sleep => break,
             () = cancel.cancelled() => {
-                let _ = group.stop(&mut child).await;
+                let _ = group.stop(child).await;
                 kill_escaped().await;
                 return Err(ExecError::Cancelled);
             }
@@ -303,7 +332,7 @@ pub(crate) fn adopt_orphans() {
 
 /// Kills whatever escaped a launcher, now that a command has ended: the launcher of a
 /// command that killed it is gone, and its leftovers are deputy's children.
-async fn kill_escaped() {
+pub(crate) async fn kill_escaped() {
     let killed = tokio::task::spawn_blocking(|| deputy_sandbox::kill_escaped(&OWN_CHILDREN))
         .await
         .unwrap_or_default();

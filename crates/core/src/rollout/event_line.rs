@@ -123,6 +123,7 @@ fn command_on_disk(cmd: &CommandExecutionItem) -> Option<(CommandExecutionItem, 
         aggregated_output: cut(&cmd.aggregated_output),
         duration: cmd.duration,
         formatted_output: cut(formatted),
+        process_id: cmd.process_id.clone(),
     };
     Some((on_disk, elided))
 }

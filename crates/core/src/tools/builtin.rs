@@ -28,6 +28,10 @@ pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {
             tools.push(Arc::new(ShellCommand));
         }
         ShellToolKind::ShellCommand => tools.push(Arc::new(ShellCommand)),
+        ShellToolKind::UnifiedExec => {
+            tools.push(Arc::new(super::unified_exec::ExecCommand));
+            tools.push(Arc::new(super::unified_exec::WriteStdin));
+        }
     }
     tools.push(Arc::new(ApplyPatch(family.apply_patch_tool)));
     if family.plan_tool {
@@ -35,6 +39,9 @@ pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {
     }
     if family.view_image_tool {
         tools.push(Arc::new(ViewImage));
+    }
+    if family.user_input_tool {
+        tools.push(Arc::new(super::request_user_input::RequestUserInput));
     }
     tools
 }

@@ -3,8 +3,10 @@
 mod builtin;
 mod patch;
 mod registry;
+mod request_user_input;
 mod shell;
 mod spec;
+mod unified_exec;
 mod view_image;
 
 pub(crate) use patch::finish_interrupted as finish_interrupted_patch;
@@ -14,3 +16,4 @@ pub(crate) use registry::{
 pub use spec::{
     ApplyPatchArgs, CommandOptions, SandboxPermissions, ShellArgs, ShellCommandArgs, names,
 };
+pub(crate) use unified_exec::stop_sessions as stop_unified_exec;

@@ -27,11 +27,24 @@ pub(super) struct ShellRequest<'a> {
     pub(super) justification: Option<String>,
 }
 
-/// Runs a command under the session's policies and returns the model's text.
-pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<String, TurnStop> {
+/// Whether a command may run, once its policies (and the user, when they ask) have spoken.
+pub(super) enum Permit {
+    /// Run it, in the sandbox or not; the item is still open.
+    Run {
+        /// The command's item, asked for and not yet started.
+        item: Box<CommandItem>,
+        /// Whether the sandbox confines it.
+        sandboxed: bool,
+    },
+    /// Not run: the item was completed as declined; this is the model's text.
+    Refused(String),
+}
+
+/// Decides whether `req` runs (asking the user when the policy says so), opening its item.
+pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<Permit, TurnStop> {
     let config = &ctx.config;
     let sandbox = sandboxing::availability(config);
-    let item = CommandItem::new(ctx, &req);
+    let item = CommandItem::new(ctx, req);
     let assessment = assess_exec(ExecRequestFacts {
         policy: config.approval_policy,
         mode: config.sandbox_mode,
@@ -40,22 +53,37 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
         approved_for_session: ctx
             .session
             .approvals
-            .command_approved_for_session(&session_approval(config, &req)),
+            .command_approved_for_session(&session_approval(config, req)),
         sandbox_available: sandbox.as_ref().map(|_| ()).map_err(String::as_str),
     });
-    let sandboxed = match assessment {
+    match assessment {
         ExecAssessment::Reject(reason) => {
             item.declined(ctx, &reason);
-            return Ok(reason);
+            Ok(Permit::Refused(reason))
         }
-        ExecAssessment::Run { sandboxed } => sandboxed,
+        ExecAssessment::Run { sandboxed } => Ok(Permit::Run {
+            item: Box::new(item),
+            sandboxed,
+        }),
         ExecAssessment::Ask { reason } => {
-            if let Some(refusal) = ask(ctx, &req, &item, reason).await? {
+            if let Some(refusal) = ask(ctx, req, &item, reason).await? {
                 item.declined(ctx, &refusal);
-                return Ok(refusal);
+                return Ok(Permit::Refused(refusal));
             }
-            false
+            Ok(Permit::Run {
+                item: Box::new(item),
+                sandboxed: false,
+            })
         }
+    }
+}
+
+/// Runs a command under the session's policies and returns the model's text.
+pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<String, TurnStop> {
+    let config = &ctx.config;
+    let (item, sandboxed) = match permit(ctx, &req).await? {
+        Permit::Run { item, sandboxed } => (*item, sandboxed),
+        Permit::Refused(text) => return Ok(text),
     };
     let outcome = execute(ctx, &req, item, sandboxed).await;
     let Some(failure) = outcome.sandbox_failure.filter(|_| sandboxed) else {
@@ -81,7 +109,7 @@ pub(super) async fn run(ctx: &TurnContext, req: ShellRequest<'_>) -> Result<Stri
 }
 
 /// The command's item, started when the model asks and completed when it is settled.
-struct CommandItem(CommandExecutionItem);
+pub(super) struct CommandItem(pub(super) CommandExecutionItem);
 
 impl CommandItem {
     fn new(ctx: &TurnContext, req: &ShellRequest<'_>) -> Self {

@@ -75,6 +75,12 @@ pub mod names {
     pub const VIEW_IMAGE: &str = "view_image";
     /// The provider's hosted web search (a tool type, not a function name).
     pub const WEB_SEARCH: &str = "web_search";
+    /// Starts a command that may outlive the call (unified exec).
+    pub const EXEC_COMMAND: &str = "exec_command";
+    /// Writes to (or polls) a command `exec_command` started.
+    pub const WRITE_STDIN: &str = "write_stdin";
+    /// The model's questions to the user.
+    pub const REQUEST_USER_INPUT: &str = "request_user_input";
 }
 
 pub(super) const SHELL_DESCRIPTION: &str = "Runs a command given as an argv array and returns its exit code, wall time and output. \

@@ -16,8 +16,9 @@ use rmcp::model::InputRequest;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::turn_runner::Expected;
 use crate::turn_runner::{NO_ELICITATION, elicitation_params};
-use crate::wire::{self, ApprovalElicitationParams, ApprovalReply};
+use crate::wire::ApprovalElicitationParams;
 
 /// One question handed to the attached call.
 #[derive(Debug)]
@@ -26,6 +27,8 @@ pub(super) struct Asked {
     pub(super) params: ApprovalElicitationParams,
     /// Where the answer goes.
     pub(super) answer: oneshot::Sender<Reply>,
+    /// What the answer reads as (a decision, a form, the model's questions answered).
+    pub(super) expected: Expected,
 }
 
 /// The driver's [`Approver`] for a call paused between round trips.
@@ -50,9 +53,17 @@ impl Approver for MrtrApprover {
         _kept: &mut (),
     ) -> impl Future<Output = Reply> + Send + 'static {
         let asked = self.can_elicit.then(|| {
+            let expected = Expected::of(&question.question);
             let params = elicitation_params(question, self.tool_call_id.clone(), &self.cwd);
             let (answer, answered) = oneshot::channel();
-            (Asked { params, answer }, answered)
+            (
+                Asked {
+                    params,
+                    answer,
+                    expected,
+                },
+                answered,
+            )
         });
         let questions = self.questions.clone();
         async move {
@@ -72,13 +83,10 @@ impl Approver for MrtrApprover {
     async fn settled(&self, _kept: ()) {}
 }
 
-/// The client's input response to one question, as the engine's answer: both reply
-/// forms are read as for `elicitation/create`; anything else is a denial saying why.
-pub(super) fn answer_from_reply(reply: &Value) -> Reply {
-    match wire::parse_approval_reply(reply) {
-        ApprovalReply::Decided(decision) => Reply::decided(decision),
-        ApprovalReply::Malformed(why) => Reply::denied(why),
-    }
+/// The client's input response to one question, as the engine's answer: read as the
+/// same question's answer to `elicitation/create` would be.
+pub(super) fn answer_from_reply(reply: &Value, expected: &Expected) -> Reply {
+    expected.read(reply)
 }
 
 /// The input request for a question: the standard form elicitation (`message`,
@@ -108,8 +116,9 @@ pub(super) fn input_request(params: &ApprovalElicitationParams) -> Option<InputR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ApprovalDetails;
+    use crate::wire::{self, ApprovalDetails};
     use deputy_protocol::ApprovalDecision;
+    use deputy_protocol::UserInputRequest;
 
     #[test]
     fn a_question_is_a_form_elicitation_with_codex_fields_in_its_meta() {
@@ -143,18 +152,20 @@ mod tests {
 
     #[test]
     fn replies_in_either_form_become_answers() {
-        let approve =
-            answer_from_reply(&json!({"action": "accept", "content": {"decision": "approved"}}));
+        let approve = answer_from_reply(
+            &json!({"action": "accept", "content": {"decision": "approved"}}),
+            &Expected::Decision,
+        );
         assert_eq!(approve.decision(), ApprovalDecision::Approved);
         assert_eq!(
-            answer_from_reply(&json!({"action": "decline"})).decision(),
+            answer_from_reply(&json!({"action": "decline"}), &Expected::Decision).decision(),
             ApprovalDecision::Denied
         );
         assert_eq!(
-            answer_from_reply(&json!({"decision": "abort"})).decision(),
+            answer_from_reply(&json!({"decision": "abort"}), &Expected::Decision).decision(),
             ApprovalDecision::Abort
         );
-        let junk = answer_from_reply(&json!(5));
+        let junk = answer_from_reply(&json!(5), &Expected::Decision);
         assert_eq!(junk.decision(), ApprovalDecision::Denied);
         assert!(matches!(
             junk,
@@ -163,5 +174,43 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_form_answering_the_model_s_questions_becomes_its_answers() {
+        let request = UserInputRequest {
+            call_id: "c".into(),
+            turn_id: "u".into(),
+            questions: vec![deputy_protocol::UserInputQuestion {
+                id: "db".into(),
+                header: "Database".into(),
+                question: "Which?".into(),
+                options: Vec::new(),
+            }],
+        };
+        let reply = json!({"action": "accept", "content": {"db": "sqlite"}});
+        assert_eq!(
+            answer_from_reply(&reply, &Expected::Answers(request.clone())),
+            Reply::Answers {
+                answers: [("db".to_string(), "sqlite".to_string())].into()
+            }
+        );
+        // Read as an approval, the same form would only have said "approved".
+        assert_eq!(
+            answer_from_reply(&reply, &Expected::Decision).decision(),
+            ApprovalDecision::Approved
+        );
+    }
+
+    #[test]
+    fn a_server_s_form_relayed_through_a_round_trip_comes_back_filled_in() {
+        let reply = json!({"action": "accept", "content": {"name": "Ada"}});
+        assert_eq!(
+            answer_from_reply(&reply, &Expected::Form),
+            Reply::Form {
+                action: deputy_protocol::FormAction::Accept,
+                content: Some(json!({"name": "Ada"})),
+            }
+        );
     }
 }

@@ -247,7 +247,9 @@ impl MrtrCall {
             };
             if let Some(asked) = detached.waiting.remove(key) {
                 // The question may have been settled meanwhile (its timeout passed).
-                let _ = asked.answer.send(answer_from_reply(&reply));
+                let _ = asked
+                    .answer
+                    .send(answer_from_reply(&reply, &asked.expected));
             }
         }
         self.follow(call, &paused, &mut detached).await

@@ -276,6 +276,7 @@ mod tests {
             aggregated_output: output.clone(),
             duration: None,
             formatted_output: output,
+            process_id: None,
         })
     }
 

@@ -35,6 +35,7 @@ fn completed(
                 aggregated_output: aggregated.into(),
                 duration: Some(Duration::from_millis(200)),
                 formatted_output: formatted.into(),
+                process_id: None,
             }),
         }),
     }
