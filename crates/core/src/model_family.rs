@@ -279,6 +279,7 @@ impl ModelFamily {
             self.shell_tool = match shell {
                 ShellToolSetting::ShellCommand => ShellToolKind::ShellCommand,
                 ShellToolSetting::Shell => ShellToolKind::ShellAndShellCommand,
+                ShellToolSetting::UnifiedExec => ShellToolKind::UnifiedExec,
             };
         }
         if let Some(patch) = row.apply_patch_tool {
@@ -373,6 +374,17 @@ mod tests {
             ShellToolKind::ShellCommand
         );
         assert!(!ModelFamily::builtin("gpt-5").user_input_tool);
+    }
+
+    #[test]
+    fn a_configured_row_can_give_a_model_unified_exec() {
+        let mut config =
+            config_with("[model_families.\"my-coder\"]\nshell_tool = \"unified_exec\"\n");
+        config.model = "my-coder-7b".into();
+        assert_eq!(
+            ModelFamily::for_config(&config).shell_tool,
+            ShellToolKind::UnifiedExec
+        );
     }
 
     fn config_with(text: &str) -> Config {

@@ -109,6 +109,8 @@ pub enum ShellToolSetting {
     ShellCommand,
     /// `shell` and `shell_command`.
     Shell,
+    /// `exec_command` and `write_stdin` (unified exec).
+    UnifiedExec,
 }
 
 /// How a family is offered `apply_patch`, as config spells it.
