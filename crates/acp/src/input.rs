@@ -7,14 +7,11 @@ use agent_client_protocol::v1::schema::{
 };
 use deputy_protocol::{InputItem, ReviewRequest, ReviewTarget};
 
-/// What the prompt capabilities say the agent accepts.
-///
-/// IMAGE INPUT: the engine takes text only today (`InputItem::Text`). When it takes
-/// images, set `image(true)` here and turn `ContentBlock::Image` into the engine's image
-/// item in [`prompt_work`]; nothing else needs to change.
+/// What the prompt capabilities say the agent accepts: text, embedded text resources and
+/// images (sent to the model as `data:` URLs).
 pub(crate) fn prompt_capabilities() -> PromptCapabilities {
     PromptCapabilities::new()
-        .image(false)
+        .image(true)
         .audio(false)
         .embedded_context(true)
 }
@@ -65,6 +62,7 @@ pub(crate) struct BadPrompt(String);
 /// The work `prompt` asks for.
 pub(crate) fn prompt_work(prompt: &[ContentBlock]) -> Result<PromptWork, BadPrompt> {
     let mut parts = Vec::with_capacity(prompt.len());
+    let mut items = Vec::with_capacity(prompt.len());
     for (index, block) in prompt.iter().enumerate() {
         let text = match block {
             ContentBlock::Text(text) => text.text.clone(),
@@ -88,11 +86,18 @@ pub(crate) fn prompt_work(prompt: &[ContentBlock]) -> Result<PromptWork, BadProm
                     ));
                 }
             },
-            ContentBlock::Image(_) => {
-                return Err(unsupported(
-                    index,
-                    "an image (promptCapabilities.image is false)",
-                ));
+            ContentBlock::Image(image) => {
+                let url = match &image.uri {
+                    Some(uri) if image.data.is_empty() => uri.clone(),
+                    _ if image.data.is_empty() => {
+                        return Err(BadPrompt(format!(
+                            "prompt block {index}: an image with neither data nor a uri"
+                        )));
+                    }
+                    _ => format!("data:{};base64,{}", image.mime_type, image.data),
+                };
+                items.push(InputItem::Image { url });
+                continue;
             }
             ContentBlock::Audio(_) => {
                 return Err(unsupported(
@@ -102,19 +107,22 @@ pub(crate) fn prompt_work(prompt: &[ContentBlock]) -> Result<PromptWork, BadProm
             }
             _ => return Err(unsupported(index, "a content block of an unknown type")),
         };
-        parts.push(text);
+        parts.push(text.clone());
+        items.push(InputItem::Text { text });
     }
-    if parts.iter().all(|part| part.trim().is_empty()) {
+    let has_image = items
+        .iter()
+        .any(|item| matches!(item, InputItem::Image { .. }));
+    if !has_image && parts.iter().all(|part| part.trim().is_empty()) {
         return Err(BadPrompt("the prompt is empty".to_string()));
     }
-    Ok(slash_command(&parts).unwrap_or_else(|| {
-        PromptWork::Turn(
-            parts
-                .into_iter()
-                .map(|text| InputItem::Text { text })
-                .collect(),
-        )
-    }))
+    // A slash command is a prompt of text alone; with an image it is text for the model.
+    let command = if has_image {
+        None
+    } else {
+        slash_command(&parts)
+    };
+    Ok(command.unwrap_or(PromptWork::Turn(items)))
 }
 
 fn unsupported(index: usize, what: &str) -> BadPrompt {
@@ -211,14 +219,34 @@ mod tests {
     }
 
     #[test]
+    fn an_image_block_becomes_a_data_url_image_beside_the_text() {
+        let work = prompt_work(&[
+            text("what is this?"),
+            ContentBlock::Image(ImageContent::new("iVBORw0=", "image/png")),
+        ])
+        .unwrap();
+        assert_eq!(
+            work,
+            PromptWork::Turn(vec![
+                InputItem::Text {
+                    text: "what is this?".into()
+                },
+                InputItem::Image {
+                    url: "data:image/png;base64,iVBORw0=".into()
+                },
+            ])
+        );
+    }
+
+    #[test]
     fn images_audio_blobs_and_empty_prompts_are_refused_with_the_reason() {
         let refusals = [
             (
                 vec![
                     text("see"),
-                    ContentBlock::Image(ImageContent::new("AA==", "image/png")),
+                    ContentBlock::Image(ImageContent::new("", "image/png")),
                 ],
-                "prompt block 1 is an image",
+                "prompt block 1: an image with neither data nor a uri",
             ),
             (
                 vec![ContentBlock::Resource(EmbeddedResource::new(

@@ -146,6 +146,15 @@ impl UpdateMapper {
                     CompactionStatus::InProgress,
                 ))]
             }
+            ThreadItem::WebSearch(search) => vec![SessionUpdate::ToolCall(
+                ToolCall::new(
+                    search.id.clone(),
+                    format!("Search the web: {}", search.query),
+                )
+                .kind(ToolKind::Fetch)
+                .status(ToolCallStatus::InProgress)
+                .raw_input(json!({"query": search.query})),
+            )],
             ThreadItem::EnteredReviewMode(entered) => {
                 self.review = Some(entered.id.clone());
                 vec![SessionUpdate::ToolCall(
@@ -194,7 +203,8 @@ impl UpdateMapper {
             | ThreadItem::Reasoning(_)
             | ThreadItem::EnteredReviewMode(_)
             | ThreadItem::ExitedReviewMode(_)
-            | ThreadItem::ContextCompaction(_) => Vec::new(),
+            | ThreadItem::ContextCompaction(_)
+            | ThreadItem::WebSearch(_) => Vec::new(),
         }
     }
 
@@ -309,6 +319,10 @@ impl UpdateMapper {
                     status,
                 ))]
             }
+            ThreadItem::WebSearch(search) => vec![update(
+                &search.id,
+                ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
+            )],
             ThreadItem::EnteredReviewMode(_) => Vec::new(),
             ThreadItem::ExitedReviewMode(exited) => {
                 let mut out = Vec::new();

@@ -58,9 +58,8 @@ pub(crate) fn input_items(input: Vec<UserInput>) -> Result<Vec<InputItem>, JsonR
         .into_iter()
         .map(|part| match part {
             UserInput::Text { text, .. } => Ok(InputItem::Text { text }),
-            UserInput::Image { .. } | UserInput::LocalImage { .. } => {
-                Err(JsonRpcError::invalid_params("only text input is supported"))
-            }
+            UserInput::Image { url } => Ok(InputItem::Image { url }),
+            UserInput::LocalImage { path } => Ok(InputItem::LocalImage { path }),
         })
         .collect()
 }

@@ -21,7 +21,7 @@ use crate::protocol::{
     ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
     TokenUsageBreakdown, Turn, TurnCompletedNotification, TurnDiffUpdatedNotification, TurnError,
     TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStartedNotification,
-    TurnStatus, UserInput, WarningNotification,
+    TurnStatus, UserInput, WarningNotification, WebSearchAction,
 };
 // MCP servers and their tool calls.
 use crate::protocol::{
@@ -320,6 +320,7 @@ fn item_progress(
         | engine::ThreadItem::EnteredReviewMode(_)
         | engine::ThreadItem::ExitedReviewMode(_)
         | engine::ThreadItem::ContextCompaction(_)
+        | engine::ThreadItem::WebSearch(_)
         | engine::ThreadItem::McpToolCall(_) => Vec::new(),
     }
 }
@@ -391,6 +392,13 @@ pub(crate) fn item(item: &engine::ThreadItem) -> ThreadItem {
         },
         engine::ThreadItem::ContextCompaction(compaction) => ThreadItem::ContextCompaction {
             id: compaction.id.clone(),
+        },
+        engine::ThreadItem::WebSearch(search) => ThreadItem::WebSearch {
+            id: search.id.clone(),
+            query: search.query.clone(),
+            action: Some(WebSearchAction::Search {
+                query: Some(search.query.clone()).filter(|query| !query.is_empty()),
+            }),
         },
         engine::ThreadItem::McpToolCall(call) => ThreadItem::McpToolCall {
             id: call.id.clone(),

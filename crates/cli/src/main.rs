@@ -1,5 +1,6 @@
 //! The `deputy` binary: parses arguments and wires the front doors to the engine.
 
+mod debug_cmd;
 mod features;
 mod listen_cmd;
 mod mcp_cmd;
@@ -60,6 +61,9 @@ enum Command {
     Sessions(SessionsCommand),
     /// Review a change in a git repository: findings on stdout, most urgent first.
     Review(review_cmd::ReviewArgs),
+    /// Show what deputy would do without doing it.
+    #[command(subcommand)]
+    Debug(debug_cmd::DebugCommand),
 }
 
 #[derive(Debug, Args)]
@@ -420,6 +424,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             sessions_cmd::repair(&layers.deputy_home, id.as_deref())
         }
         Command::Review(args) => review_cmd::run(layers, args),
+        Command::Debug(command) => debug_cmd::run(layers, command),
         Command::Mcp(command) => mcp_cmd::run(&layers.deputy_home, command),
     }
 }

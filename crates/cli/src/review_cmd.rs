@@ -270,11 +270,13 @@ fn progress_line(msg: &EventMsg) -> Option<String> {
             }
         },
         EventMsg::ContextCompacted(_) => Some("compacted the conversation".to_string()),
+        EventMsg::WebSearchEnd(search) => Some(format!("searched the web: {}", search.query)),
         EventMsg::StreamError(error) => Some(format!("retrying: {}", error.message)),
         EventMsg::Warning(warning) => Some(format!("warning: {}", warning.message)),
         EventMsg::TurnAborted(_) => Some("review interrupted".to_string()),
         EventMsg::SessionConfigured(_)
         | EventMsg::TaskStarted(_)
+        | EventMsg::WebSearchBegin(_)
         | EventMsg::UserMessage(_)
         | EventMsg::AgentMessageDelta(_)
         | EventMsg::AgentMessage(_)

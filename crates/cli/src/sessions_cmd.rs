@@ -153,6 +153,7 @@ fn render_event(msg: &EventMsg, out: &mut String) {
         }
         EventMsg::Error(error) => labelled(out, "error", &error.message),
         EventMsg::ContextCompacted(_) => out.push_str("(context compacted)\n"),
+        EventMsg::WebSearchEnd(search) => labelled(out, "web search", &search.query),
         EventMsg::SessionConfigured(_)
         | EventMsg::TaskStarted(_)
         | EventMsg::UserMessage(_)
@@ -175,6 +176,7 @@ fn render_event(msg: &EventMsg, out: &mut String) {
         | EventMsg::TaskComplete(_)
         | EventMsg::EnteredReviewMode(_)
         | EventMsg::ExitedReviewMode(_)
+        | EventMsg::WebSearchBegin(_)
         | EventMsg::ShutdownComplete
         | EventMsg::McpToolCallBegin(_)
         | EventMsg::McpToolCallEnd(_)

@@ -13,6 +13,8 @@ mod harness;
 
 #[path = "app_server/approvals.rs"]
 mod approvals;
+#[path = "app_server/beyond_text.rs"]
+mod beyond_text;
 #[path = "app_server/errors.rs"]
 mod errors;
 #[path = "app_server/handshake.rs"]

@@ -20,7 +20,6 @@ use crate::client::Prompt;
 use crate::context::{TurnContext, TurnStop, new_item_id};
 use crate::context_window::{self, item_bytes, tokens_for_bytes};
 use crate::instructions;
-use crate::model_family::ModelFamily;
 use crate::sampling::{Sampled, Visibility, sample_with_retries};
 
 /// deputy's own request for a summary, used unless `compact_prompt` replaces it.
@@ -106,9 +105,10 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
         .as_deref()
         .filter(|prompt| !prompt.trim().is_empty())
         .unwrap_or(DEFAULT_COMPACT_PROMPT);
-    let instructions = ModelFamily::for_config(config)
-        .base_instructions
-        .into_owned();
+    // The turn's own instructions and request fields, so that the summary request shares
+    // the conversation's cached prefix (the instructions explain only built-in tools).
+    let (_, base) = crate::request::for_turn(ctx, &crate::tools::ThreadTools::default());
+    let instructions = base.instructions.clone();
     let mut budget = summary_budget(config.context_window(), config.auto_compact_token_limit());
     for _ in 0..SUMMARY_ATTEMPTS {
         let fitted = fit_summary_request(history, compact_prompt, &instructions, budget)
@@ -129,7 +129,7 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
             parallel_tool_calls: false,
             // The summary is prose for the next model call, whatever the answer's format.
             output_schema: None,
-            reasoning_effort: ctx.config.model_reasoning_effort.clone(),
+            ..base.clone()
         };
         match sample_with_retries(ctx, &prompt, Visibility::Quiet).await {
             Ok(Sampled { items, .. }) => {

@@ -10,6 +10,7 @@
 //! Architecture invariant: this crate knows nothing of MCP, JSON-RPC or stdio.
 
 pub mod approval;
+mod base_instructions;
 pub mod client;
 pub mod command_safety;
 pub mod compact;
@@ -27,6 +28,7 @@ pub mod model_family;
 pub mod patch_journal;
 mod private_tmp;
 pub mod project_doc;
+pub mod request;
 pub mod review;
 pub mod rollout;
 pub mod safety;

@@ -24,6 +24,13 @@ impl PrivateTmpSlot {
         }
     }
 
+    /// The directory, when a command has already created it.
+    pub(crate) fn existing(&self) -> Option<PathBuf> {
+        lock(&self.dir)
+            .as_ref()
+            .map(|existing| existing.path().to_path_buf())
+    }
+
     /// The directory, created (mode 0700) on first use.
     pub(crate) fn path(&self) -> Result<PathBuf, String> {
         let mut dir = lock(&self.dir);

@@ -6,7 +6,7 @@ use std::time::Duration;
 use deputy_protocol::{
     AgentMessageItem, CodexErrorInfo, ItemDeltaEvent, ReasoningItem, ReasoningSummary,
     ResponseItem, StreamErrorEvent, ThreadEventMsg, ThreadItem, TokenCountEvent, TokenUsage,
-    TokenUsageInfo,
+    TokenUsageInfo, WebSearchItem,
 };
 use futures::StreamExt;
 
@@ -196,6 +196,12 @@ async fn sample_once(
                             .collect();
                         streaming.reasoning_done(ctx, text);
                     }
+                    ResponseItem::Other(hosted) => {
+                        if let Some(search) = web_search(hosted) {
+                            ctx.item_started(ThreadItem::WebSearch(search.clone()));
+                            ctx.item_completed(ThreadItem::WebSearch(search));
+                        }
+                    }
                     _ => {}
                 }
                 items.push(item);
@@ -221,4 +227,20 @@ async fn sample_once(
     Err(ModelError::Stream(
         "stream ended before the response completed".into(),
     ))
+}
+
+/// The search a provider's `web_search_call` output item reports, when `item` is one.
+/// It arrives finished, so its item starts and completes at once.
+fn web_search(item: &serde_json::Value) -> Option<WebSearchItem> {
+    if item.get("type").and_then(serde_json::Value::as_str) != Some("web_search_call") {
+        return None;
+    }
+    let text = |value: &serde_json::Value| value.as_str().map(str::to_string);
+    let action = &item["action"];
+    Some(WebSearchItem {
+        id: text(&item["id"]).unwrap_or_else(new_item_id),
+        query: text(&action["query"])
+            .or_else(|| text(&action["url"]))
+            .unwrap_or_default(),
+    })
 }

@@ -15,10 +15,9 @@ use crate::compact::{self, CompactTrigger};
 use crate::context::{Session, TurnContext, TurnStop, new_item_id};
 use crate::context_window;
 use crate::instructions;
-use crate::model_family::ModelFamily;
 use crate::sampling::{Visibility, sample_with_retries};
 use crate::sync::lock;
-use crate::tools::{self, ThreadTools, ToolCall, ToolRegistry};
+use crate::tools::{self, ThreadTools, ToolCall};
 use crate::turn_clock::TurnClock;
 use crate::user_input;
 
@@ -189,10 +188,7 @@ async fn turn_loop(
     thread_tools: &ThreadTools,
 ) -> Result<Option<String>, TurnStop> {
     let config = &ctx.config;
-    let family = ModelFamily::for_config(config);
-    let tools = ToolRegistry::for_turn(&family, thread_tools);
-    let tool_specs = tools.specs();
-    let instructions = family.base_instructions.into_owned();
+    let (tools, base) = crate::request::for_turn(ctx, thread_tools);
     let compact_limit = config.auto_compact_token_limit();
     let mut last_agent_message = None;
     // At most one compaction between two model responses: a history that does not
@@ -200,12 +196,9 @@ async fn turn_loop(
     let mut just_compacted = false;
     loop {
         let prompt = Prompt {
-            instructions: instructions.clone(),
             input: ctx.session.history_snapshot(),
-            tools: tool_specs.clone(),
-            parallel_tool_calls: family.parallel_tool_calls,
             output_schema: ctx.output_schema.clone(),
-            reasoning_effort: config.model_reasoning_effort.clone(),
+            ..base.clone()
         };
         if let Some(limit) = compact_limit
             && !just_compacted

@@ -157,11 +157,16 @@ fn data_url(path: &Path) -> Result<String, ImageError> {
             size: bytes.len() as u64,
         });
     }
-    let mime = image_type(&bytes).ok_or_else(|| ImageError::NotAnImage {
+    image_data_url(&bytes).ok_or_else(|| ImageError::NotAnImage {
         path: path.to_path_buf(),
-    })?;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
-    Ok(format!("data:{mime};base64,{encoded}"))
+    })
+}
+
+/// `bytes` as a `data:` URL, when they are an image in a format the model servers take.
+pub(crate) fn image_data_url(bytes: &[u8]) -> Option<String> {
+    let mime = image_type(bytes)?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    Some(format!("data:{mime};base64,{encoded}"))
 }
 
 /// The MIME type of an image in a format the model servers take, by its signature.

@@ -133,8 +133,18 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
         ThreadEventMsg::TurnComplete(_)
     ));
 
-    let control = body(&server, 2);
-    let after_restart = body(&server, 5);
+    // The same request, but for the thread id each thread's requests carry as their
+    // cache key.
+    let mut control = body(&server, 2);
+    let mut after_restart = body(&server, 5);
+    assert_eq!(after_restart["prompt_cache_key"], id.as_str());
+    assert_eq!(body(&server, 3)["prompt_cache_key"], id.as_str());
+    for request in [&mut control, &mut after_restart] {
+        request
+            .as_object_mut()
+            .expect("a body")
+            .remove("prompt_cache_key");
+    }
     assert_eq!(after_restart, control);
 
     // And that is turn 1's last request plus its answer (the hosted tool's call kept as

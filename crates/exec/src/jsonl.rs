@@ -149,6 +149,11 @@ pub enum ItemDetails {
         /// Its steps.
         items: Vec<TodoItem>,
     },
+    /// A search by the provider's hosted web search.
+    WebSearch {
+        /// What was searched for.
+        query: String,
+    },
     /// A call of an MCP server's tool.
     McpToolCall {
         /// The server, as named in the configuration.
@@ -323,7 +328,9 @@ impl JsonlMapper {
 
     fn started(&mut self, item: &ThreadItem) -> Option<JsonlEvent> {
         let details = match item {
-            ThreadItem::CommandExecution(_) | ThreadItem::Plan(_) => details(item)?,
+            ThreadItem::CommandExecution(_) | ThreadItem::Plan(_) | ThreadItem::WebSearch(_) => {
+                details(item)?
+            }
             // Shown once sent to the server (after any approval), as in Codex.
             ThreadItem::McpToolCall(call) if call.started => details(item)?,
             ThreadItem::McpToolCall(_) => return None,
@@ -396,6 +403,9 @@ fn details(item: &ThreadItem) -> Option<ItemDetails> {
         ThreadItem::McpToolCall(call) => mcp_details(call),
         ThreadItem::Plan(plan) => ItemDetails::TodoList {
             items: plan.plan.iter().map(todo_item).collect(),
+        },
+        ThreadItem::WebSearch(search) => ItemDetails::WebSearch {
+            query: search.query.clone(),
         },
     })
 }

@@ -188,6 +188,7 @@ impl LiveView {
                 self.spinner.set("reviewing");
             }
             ThreadItem::ContextCompaction(_) => self.spinner.set("compacting the conversation"),
+            ThreadItem::WebSearch(_) => self.spinner.set("searching the web"),
             ThreadItem::McpToolCall(call) => self.spinner.set(&format!(
                 "calling {}",
                 shorten(&escape_line(&mcp_call_line(call)), SPINNER_COMMAND_CHARS)
@@ -226,7 +227,8 @@ impl LiveView {
             | ThreadItem::Reasoning(_)
             | ThreadItem::EnteredReviewMode(_)
             | ThreadItem::ExitedReviewMode(_)
-            | ThreadItem::ContextCompaction(_) => {}
+            | ThreadItem::ContextCompaction(_)
+            | ThreadItem::WebSearch(_) => {}
         }
     }
 
@@ -266,6 +268,14 @@ impl LiveView {
             // The reviewer's answer is the findings, shown as the review's result.
             ThreadItem::ExitedReviewMode(review) => {
                 self.pending_message = Some(review.review.clone());
+            }
+            ThreadItem::WebSearch(search) => {
+                self.flush_message(out);
+                let _ = writeln!(
+                    out,
+                    "{THINKING}searched the web: {}{THINKING:#}",
+                    escape_line(&search.query)
+                );
             }
             // The plan was shown as it changed; the user knows what they asked.
             ThreadItem::Reasoning(_)

@@ -84,6 +84,7 @@ impl ProgressReporter {
             }
             EventMsg::ExitedReviewMode(_) => self.set_current("review finished".to_string()),
             EventMsg::ContextCompacted(_) => "compacted the conversation".to_string(),
+            EventMsg::WebSearchEnd(e) => format!("searched the web: {}", e.query),
             EventMsg::McpToolCallBegin(begin) => self.set_current(format!(
                 "calling `{}` of MCP server `{}`",
                 begin.invocation.tool, begin.invocation.server
@@ -101,6 +102,7 @@ impl ProgressReporter {
                 )
             }
             EventMsg::SessionConfigured(_)
+            | EventMsg::WebSearchBegin(_)
             | EventMsg::UserMessage(_)
             | EventMsg::AgentMessageDelta(_)
             | EventMsg::AgentMessage(_)

@@ -2,10 +2,11 @@
 //! argument and result structs; the exact JSON is pinned by tests.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use deputy_core::config::{ConfigLayers, ConfigOverrides, json_to_toml};
-use deputy_protocol::{AskForApproval, SandboxMode};
+use deputy_protocol::{AskForApproval, InputItem, SandboxMode};
 use rmcp::model::{JsonObject, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -132,14 +133,27 @@ pub(crate) struct ConversationSendMessageParam {
     pub(crate) content: Vec<ContentItemParam>,
 }
 
-/// One part of a message.
+/// One part of a message: `text` with `text`, or `image` with one of `image_url`, `path` or `data` + `mimeType`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ContentItemParam {
-    /// What the part is: `text`.
+    /// What the part is: `text` or `image`.
     #[serde(rename = "type")]
     pub(crate) kind: ContentKind,
-    /// The text.
-    pub(crate) text: String,
+    /// The text of a `text` part.
+    #[serde(default)]
+    pub(crate) text: Option<String>,
+    /// An image's URL: `data:image/…;base64,…` or an `http(s)` address.
+    #[serde(default)]
+    pub(crate) image_url: Option<String>,
+    /// An image file (PNG, JPEG, GIF or WebP, at most 10 MiB), relative to the conversation's directory.
+    #[serde(default)]
+    pub(crate) path: Option<PathBuf>,
+    /// An image's bytes in base64, as MCP's image content carries them.
+    #[serde(default)]
+    pub(crate) data: Option<String>,
+    /// The MIME type of `data`.
+    #[serde(default, rename = "mimeType")]
+    pub(crate) mime_type: Option<String>,
 }
 
 /// Kinds of message parts.
@@ -147,6 +161,30 @@ pub(crate) struct ContentItemParam {
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ContentKind {
     Text,
+    Image,
+}
+
+impl ContentItemParam {
+    /// The part as engine input; `Err` says what is wrong with it.
+    pub(crate) fn into_input(self) -> Result<InputItem, String> {
+        match (self.kind, self.text, self.image_url, self.path, self.data) {
+            (ContentKind::Text, Some(text), None, None, None) => Ok(InputItem::Text { text }),
+            (ContentKind::Text, ..) => Err("a `text` part takes `text` and nothing else".into()),
+            (ContentKind::Image, None, Some(url), None, None) => Ok(InputItem::Image { url }),
+            (ContentKind::Image, None, None, Some(path), None) => {
+                Ok(InputItem::LocalImage { path })
+            }
+            (ContentKind::Image, None, None, None, Some(data)) => match self.mime_type {
+                Some(mime) if mime.starts_with("image/") => Ok(InputItem::Image {
+                    url: format!("data:{mime};base64,{data}"),
+                }),
+                _ => Err("an `image` part with `data` needs an image `mimeType`".into()),
+            },
+            (ContentKind::Image, ..) => Err(
+                "an `image` part takes one of `image_url`, `path` or `data` + `mimeType`".into(),
+            ),
+        }
+    }
 }
 
 /// Arguments of `conversationStream`.

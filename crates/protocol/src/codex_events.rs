@@ -8,7 +8,7 @@ use crate::{
     ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandStatus,
     ExitedReviewModeEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
     PatchApplyEndStatus, PatchApplyStatus, Question, ThreadEvent, ThreadEventMsg, ThreadItem,
-    UpdatePlanArgs, UserMessageEvent,
+    UpdatePlanArgs, UserMessageEvent, WebSearchBeginEvent, WebSearchEndEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
@@ -19,6 +19,9 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
         ThreadEventMsg::TurnStarted(e) => vec![EventMsg::TaskStarted(e.clone())],
         ThreadEventMsg::ItemStarted(e) => match &e.item {
             ThreadItem::Plan(plan) => vec![plan_update(plan)],
+            ThreadItem::WebSearch(search) => vec![EventMsg::WebSearchBegin(WebSearchBeginEvent {
+                call_id: search.id.clone(),
+            })],
             ThreadItem::UserMessage(_)
             | ThreadItem::AgentMessage(_)
             | ThreadItem::Reasoning(_)
@@ -48,7 +51,8 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
             | ThreadItem::Reasoning(_)
             | ThreadItem::EnteredReviewMode(_)
             | ThreadItem::ExitedReviewMode(_)
-            | ThreadItem::ContextCompaction(_) => Vec::new(),
+            | ThreadItem::ContextCompaction(_)
+            | ThreadItem::WebSearch(_) => Vec::new(),
         },
         ThreadEventMsg::ItemCompleted(e) => match &e.item {
             ThreadItem::EnteredReviewMode(review) => {
@@ -59,6 +63,10 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
                     review_output: review.output.clone(),
                 })]
             }
+            ThreadItem::WebSearch(search) => vec![EventMsg::WebSearchEnd(WebSearchEndEvent {
+                call_id: search.id.clone(),
+                query: search.query.clone(),
+            })],
             ThreadItem::UserMessage(m) => vec![EventMsg::UserMessage(UserMessageEvent {
                 message: m.text.clone(),
             })],

@@ -58,6 +58,10 @@ pub enum EventMsg {
     TokenCount(TokenCountEvent),
     /// The history was replaced by a summary of it (automatically or on request).
     ContextCompacted(ContextCompactedEvent),
+    /// The provider's hosted web search began a search.
+    WebSearchBegin(WebSearchBeginEvent),
+    /// The provider's hosted web search finished a search.
+    WebSearchEnd(WebSearchEndEvent),
     /// The model stream failed and is being retried.
     StreamError(StreamErrorEvent),
     /// Something non-fatal the user should know.
@@ -451,6 +455,22 @@ pub struct TokenCountEvent {
     pub info: Option<TokenUsageInfo>,
     /// Always null: deputy does not track provider rate limits.
     pub rate_limits: Option<serde_json::Value>,
+}
+
+/// Payload of `web_search_begin`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSearchBeginEvent {
+    /// The search's id (the provider's `web_search_call` item id).
+    pub call_id: String,
+}
+
+/// Payload of `web_search_end`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSearchEndEvent {
+    /// The search's id (the provider's `web_search_call` item id).
+    pub call_id: String,
+    /// What was searched for (empty when the provider did not say).
+    pub query: String,
 }
 
 /// Payload of `context_compacted` (empty, as in Codex).

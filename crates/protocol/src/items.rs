@@ -35,6 +35,9 @@ pub enum ThreadItem {
     ExitedReviewMode(ExitedReviewModeItem),
     /// The history was compacted: summarized by the model and replaced by the summary.
     ContextCompaction(ContextCompactionItem),
+    /// A search by the provider's hosted web search (started and completed when the
+    /// model's `web_search_call` arrives).
+    WebSearch(WebSearchItem),
     /// A call of an MCP server's tool.
     McpToolCall(crate::McpToolCallItem),
 }
@@ -49,6 +52,7 @@ crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with
     "entered_review_mode" => EnteredReviewMode(EnteredReviewModeItem),
     "exited_review_mode" => ExitedReviewMode(ExitedReviewModeItem),
     "context_compaction" => ContextCompaction(ContextCompactionItem),
+    "web_search" => WebSearch(WebSearchItem),
     "mcp_tool_call" => McpToolCall(crate::McpToolCallItem),
 });
 
@@ -65,6 +69,7 @@ impl ThreadItem {
             Self::EnteredReviewMode(item) => &item.id,
             Self::ExitedReviewMode(item) => &item.id,
             Self::ContextCompaction(item) => &item.id,
+            Self::WebSearch(item) => &item.id,
             Self::McpToolCall(item) => &item.id,
         }
     }
@@ -263,6 +268,15 @@ pub struct ContextCompactionItem {
     pub id: String,
     /// Where it stands.
     pub status: ContextCompactionStatus,
+}
+
+/// A search the provider's hosted web search made for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSearchItem {
+    /// Item id (the provider's `web_search_call` id).
+    pub id: String,
+    /// What was searched for (empty when the provider did not say).
+    pub query: String,
 }
 
 /// Where a compaction stands.

@@ -32,6 +32,9 @@ pub enum ResponseItem {
         /// Summary parts.
         #[serde(default)]
         summary: Vec<ReasoningSummary>,
+        /// The raw reasoning parts, when the provider sent them, kept as they came.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Value>,
         /// Opaque reasoning state some providers want sent back.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         encrypted_content: Option<String>,

@@ -30,6 +30,8 @@ struct Reasoning {
     #[serde(default)]
     summary: Vec<ReasoningSummary>,
     #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
     encrypted_content: Option<String>,
 }
 
@@ -70,11 +72,13 @@ fn variant<'de, R: Deserializer<'de>>(tag: &str, rest: R) -> Result<ResponseItem
             let Reasoning {
                 id,
                 summary,
+                content,
                 encrypted_content,
             } = Reasoning::deserialize(rest)?;
             ResponseItem::Reasoning {
                 id,
                 summary,
+                content,
                 encrypted_content,
             }
         }
@@ -198,6 +202,7 @@ mod tests {
             ResponseItem::Reasoning {
                 id: "r".into(),
                 summary: vec![],
+                content: Some(json!([{"type": "reasoning_text", "text": "because"}])),
                 encrypted_content: Some("opaque".into()),
             },
             ResponseItem::FunctionCall {

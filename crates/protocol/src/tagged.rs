@@ -152,6 +152,7 @@ mod tests {
             json!({"type": "exited_review_mode", "id": "i8", "review": "the changes",
                 "output": null}),
             json!({"type": "context_compaction", "id": "i9", "status": "completed"}),
+            json!({"type": "web_search", "id": "ws_1", "query": "rust landlock abi"}),
             json!({"type": "mcp_tool_call", "id": "i10", "call_id": "c10", "server": "docs",
                 "tool": "search", "arguments": {"q": "x"}, "status": "completed",
                 "started": true, "result": {"content": [{"type": "text", "text": "hit"}],
@@ -233,6 +234,7 @@ mod tests {
             ThreadItem::EnteredReviewMode(_) => 6,
             ThreadItem::ExitedReviewMode(_) => 7,
             ThreadItem::ContextCompaction(_) => 8,
+            ThreadItem::WebSearch(_) => 10,
             ThreadItem::McpToolCall(_) => 9,
         }
     }
@@ -289,7 +291,7 @@ mod tests {
 
     #[test]
     fn every_item_reads_back_with_its_tag_anywhere() {
-        reads_back::<ThreadItem>(items(), item_kind, 10);
+        reads_back::<ThreadItem>(items(), item_kind, 11);
     }
 
     #[test]

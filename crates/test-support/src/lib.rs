@@ -72,7 +72,7 @@ pub use node_env::{
     MCP_TS_SDK_VERSION, NODE22_VERSION, NodeAcp, NodeMcpSdk, NodeMcpServers, NodeNetwork,
 };
 pub use process_memory::ProcessMemory;
-pub use python_env::{MCP_SDK_REQUIREMENT, python_with_mcp};
+pub use python_env::{LARK_REQUIREMENT, MCP_SDK_REQUIREMENT, python_with_lark, python_with_mcp};
 pub use python_sdks::{APP_SERVER_SDK_REQUIREMENTS, PYTHON312_VAR, python312_with_app_server_sdks};
 pub use sandbox_required::{REQUIRE_SANDBOX_VAR, sandbox_required, skip_without_sandbox};
 pub use stdio_client::{BackgroundWrite, McpSession, StdioClient};

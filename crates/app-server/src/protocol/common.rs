@@ -213,12 +213,12 @@ pub enum UserInput {
         #[serde(default)]
         text_elements: Vec<TextElement>,
     },
-    /// An image by URL (not supported: refused).
+    /// An image by URL: a `data:` URL, or an `http(s)` address the model server fetches.
     Image {
         /// The image URL.
         url: String,
     },
-    /// An image file (not supported: refused).
+    /// An image file on this machine (absolute, or relative to the thread's directory).
     LocalImage {
         /// The file.
         path: PathBuf,

@@ -101,6 +101,16 @@ pub enum ThreadItem {
         /// Item id.
         id: String,
     },
+    /// A search by the provider's hosted web search.
+    #[serde(rename_all = "camelCase")]
+    WebSearch {
+        /// Item id.
+        id: String,
+        /// What was searched for.
+        query: String,
+        /// What the search did, when known.
+        action: Option<WebSearchAction>,
+    },
     /// A call of an MCP server's tool.
     #[serde(rename_all = "camelCase")]
     McpToolCall {
@@ -151,6 +161,18 @@ pub struct McpToolCallResult {
 pub struct McpToolCallError {
     /// What happened.
     pub message: String,
+}
+
+/// What a web search did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum WebSearchAction {
+    /// Searched for `query`.
+    #[serde(rename_all = "camelCase")]
+    Search {
+        /// The query.
+        query: Option<String>,
+    },
 }
 
 /// Who ran a command.

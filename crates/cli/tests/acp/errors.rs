@@ -32,7 +32,7 @@ fn bad_requests_get_json_rpc_errors_and_the_agent_keeps_serving() {
             {"op": "request", "method": "session/prompt", "params": {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]}},
             prompt_request(json!([{"type": "bogus"}])),
             prompt_request(json!([{"type": "text"}])),
-            prompt_request(json!([{"type": "image", "data": "AA==", "mimeType": "image/png"}])),
+            prompt_request(json!([{"type": "image", "data": "", "mimeType": "image/png"}])),
             prompt_request(json!([{"type": "text", "text": "   "}])),
             {"op": "promptTwice", "text": "go"},
             {"op": "prompt", "text": "again"},
@@ -51,7 +51,7 @@ fn bad_requests_get_json_rpc_errors_and_the_agent_keeps_serving() {
             "{seen:#}"
         );
     }
-    assert_eq!(code(6), -32602, "an image, which the agent does not accept");
+    assert_eq!(code(6), -32602, "an image with neither data nor a uri");
     let image = seen["steps"][6]["error"]["message"].as_str().unwrap();
     assert!(image.contains("image"), "{image}");
     assert_eq!(code(7), -32602, "an empty prompt");

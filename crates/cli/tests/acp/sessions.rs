@@ -139,7 +139,7 @@ fn a_new_session_announces_modes_the_model_option_and_commands() {
         init["result"]["agentCapabilities"],
         json!({
             "loadSession": true,
-            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+            "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
             "mcpCapabilities": {"http": false, "sse": false},
             "sessionCapabilities": {},
             "auth": {},

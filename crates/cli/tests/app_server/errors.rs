@@ -110,7 +110,7 @@ fn input_the_engine_cannot_take_is_refused_before_a_turn_starts() {
     let thread = server.start_thread();
     let cases = [
         json!({"threadId": thread, "input": []}),
-        json!({"threadId": thread, "input": [{"type": "image", "url": "https://x/y.png"}]}),
+        json!({"threadId": thread, "input": [{"type": "video", "url": "https://x/y.mp4"}]}),
         json!({"threadId": thread, "input": [text_input("hi")], "cwd": "no/such/dir"}),
         json!({"threadId": thread, "input": [text_input("hi")], "sandboxPolicy": {"type": "externalSandbox"}}),
     ];

@@ -215,6 +215,8 @@ fn config_keys_a_client_writes_are_noted_once_on_stderr_never_as_error_items() {
             "-c",
             "model_verbosity=\"low\"",
             "-c",
+            "service_tier=\"flex\"",
+            "-c",
             "model_reasoning_effort=\"minimal\"",
             "-c",
             "aproval_policy=\"never\"",
@@ -232,8 +234,7 @@ fn config_keys_a_client_writes_are_noted_once_on_stderr_never_as_error_items() {
         run.stdout
     );
     for note in [
-        "`web_search = \"live\"`: deputy has no web search tool yet (ignored)",
-        "`model_verbosity` is a Codex setting deputy does not use (ignored)",
+        "`service_tier` is a Codex setting deputy does not use (ignored)",
         "unknown config key `aproval_policy` (ignored); did you mean `approval_policy`?",
     ] {
         assert_eq!(
@@ -243,6 +244,10 @@ fn config_keys_a_client_writes_are_noted_once_on_stderr_never_as_error_items() {
             run.stderr
         );
     }
+    // The settings deputy uses reach the model.
     let requests = all_requests(&server, 1);
     assert_eq!(requests[0].body["reasoning"], json!({"effort": "minimal"}));
+    assert_eq!(requests[0].body["text"], json!({"verbosity": "low"}));
+    let tools = requests[0].body["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!({"type": "web_search", "external_web_access": true})));
 }

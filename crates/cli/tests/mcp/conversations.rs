@@ -729,3 +729,47 @@ fn a_conversation_open_in_another_process_is_refused_by_name() {
     other.close_stdin();
     assert!(other.wait_exit(EXIT_WAIT).is_some());
 }
+
+#[test]
+fn image_parts_of_a_message_reach_the_model_and_a_malformed_one_is_refused() {
+    const PNG: &[u8] =
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ";
+    let mcp = Mcp::start();
+    std::fs::write(mcp.home.workspace().join("shot.png"), PNG).unwrap();
+    let conversation = create(&mcp, json!({"prompt": ""}));
+    let refused = mcp.result(mcp.call(
+        "conversationSendMessage",
+        json!({"conversation_id": conversation, "content": [{"type": "image"}]}),
+    ));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("image_url"), "{refused}");
+
+    mcp.model
+        .push(MockResponse::text_turn("Same picture twice."));
+    let sent = mcp.result(mcp.call(
+        "conversationSendMessage",
+        json!({"conversation_id": conversation, "content": [
+            {"type": "text", "text": "compare"},
+            {"type": "image", "path": "shot.png"},
+            {"type": "image", "data": PNG_BASE64, "mimeType": "image/png"},
+        ]}),
+    ));
+    assert_eq!(sent["structuredContent"], json!({"status": "ok"}), "{sent}");
+    wait_turns_ended(&mcp, &conversation, 1);
+    let requests = mcp.model.requests();
+    assert_eq!(requests.len(), 1);
+    let url = format!("data:image/png;base64,{PNG_BASE64}");
+    assert_eq!(
+        requests[0].body["input"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        &json!({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "compare"},
+            {"type": "input_image", "image_url": url},
+            {"type": "input_image", "image_url": url},
+        ]})
+    );
+}

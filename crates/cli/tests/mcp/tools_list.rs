@@ -90,17 +90,30 @@ fn conversation_tools() -> Vec<Value> {
                         "description": "The message: its parts, in order.",
                         "type": "array",
                         "items": {
-                            "description": "One part of a message.",
+                            "description": "One part of a message: `text` with `text`, or `image` with one of `image_url`, `path` or `data` + `mimeType`.",
                             "type": "object",
                             "properties": {
                                 "type": {
-                                    "description": "What the part is: `text`.",
-                                    "enum": ["text"],
+                                    "description": "What the part is: `text` or `image`.",
+                                    "enum": ["text", "image"],
                                     "type": "string"
                                 },
-                                "text": {"description": "The text.", "type": "string"}
+                                "text": {"description": "The text of a `text` part.", "type": "string"},
+                                "image_url": {
+                                    "description": "An image's URL: `data:image/…;base64,…` or an `http(s)` address.",
+                                    "type": "string"
+                                },
+                                "path": {
+                                    "description": "An image file (PNG, JPEG, GIF or WebP, at most 10 MiB), relative to the conversation's directory.",
+                                    "type": "string"
+                                },
+                                "data": {
+                                    "description": "An image's bytes in base64, as MCP's image content carries them.",
+                                    "type": "string"
+                                },
+                                "mimeType": {"description": "The MIME type of `data`.", "type": "string"}
                             },
-                            "required": ["type", "text"]
+                            "required": ["type"]
                         }
                     }
                 },

@@ -278,3 +278,27 @@ fn progress_while_a_question_is_open_says_what_waits_for_approval_and_for_how_lo
     assert_eq!(text_of(&mcp.result(id)), "touched");
     assert!(mcp.home.workspace().join("waited.txt").exists());
 }
+
+#[test]
+fn a_calls_config_sets_reasoning_verbosity_and_the_thread_is_the_cache_key() {
+    let mcp = Mcp::start();
+    mcp.model.push(MockResponse::text_turn("Hi."));
+    let result = mcp.result(mcp.call(
+        "codex",
+        json!({"prompt": "hello", "model": "gpt-5-codex", "config": {
+            "model_reasoning_effort": "low",
+            "model_reasoning_summary": "detailed",
+            "model_verbosity": "high",
+        }}),
+    ));
+    let thread_id = thread_of(&result);
+    let requests = mcp.model.requests();
+    let body = &requests[0].body;
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "low", "summary": "detailed"})
+    );
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(body["text"], json!({"verbosity": "high"}));
+    assert_eq!(body["prompt_cache_key"], thread_id.as_str());
+}

@@ -154,6 +154,7 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
                 summary: vec![ReasoningSummary::SummaryText {
                     text: summary.clone(),
                 }],
+                content: None,
                 encrypted_content: Some(filler(rng.usize(500..1500))),
             };
             let call_id = format!("call_{turn}_{call}");

@@ -39,6 +39,16 @@ pub struct Prompt {
     pub output_schema: Option<serde_json::Value>,
     /// How hard a reasoning model should think (`model_reasoning_effort`), when set.
     pub reasoning_effort: Option<String>,
+    /// The reasoning summary asked of a reasoning model (Responses `reasoning.summary`).
+    pub reasoning_summary: Option<String>,
+    /// Whether to ask for the model's encrypted reasoning (Responses `include`), to send
+    /// it back in later requests since `store` is false.
+    pub include_encrypted_reasoning: bool,
+    /// The provider's prompt-cache key (Responses `prompt_cache_key`): the thread id, so
+    /// that the requests of a thread share their cached prefix.
+    pub prompt_cache_key: Option<String>,
+    /// How long the answers should be (Responses `text.verbosity`), when set.
+    pub verbosity: Option<String>,
 }
 
 /// The name structured-output requests give the answer's schema, as Codex names it.

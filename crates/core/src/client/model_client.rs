@@ -60,6 +60,54 @@ impl ModelClient {
         &self.model
     }
 
+    /// The JSON body a request for `prompt` carries.
+    pub fn request_body(&self, prompt: &Prompt) -> Value {
+        match self.provider.wire_api {
+            WireApi::Responses => responses::request_body(&self.model, prompt),
+            WireApi::Chat => chat::request_body(&self.model, prompt),
+        }
+    }
+
+    /// Where requests go and the headers they carry, for showing them (nothing is sent):
+    /// every header value but `accept` and `content-type`, every query value and any
+    /// password in the URL are replaced, since any of them may hold a secret.
+    pub fn shown_request_head(&self) -> (String, Vec<(String, String)>) {
+        const HIDDEN: &str = "[redacted]";
+        let mut headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let shown = if *name == ACCEPT || *name == CONTENT_TYPE {
+                    String::from_utf8_lossy(value.as_bytes()).into_owned()
+                } else {
+                    HIDDEN.to_string()
+                };
+                (name.as_str().to_string(), shown)
+            })
+            .collect();
+        if let Ok(Some(_)) = self.provider.api_key() {
+            headers.push((
+                AUTHORIZATION.as_str().to_string(),
+                format!("Bearer {HIDDEN}"),
+            ));
+        }
+        let mut url = self.endpoint.clone();
+        let names: Vec<String> = url
+            .query_pairs()
+            .map(|(name, _)| name.into_owned())
+            .collect();
+        if !names.is_empty() {
+            url.query_pairs_mut()
+                .clear()
+                .extend_pairs(names.iter().map(|name| (name, HIDDEN)));
+        }
+        if url.password().is_some() {
+            // Only fails for URLs that cannot have a password, which this one has.
+            let _ = url.set_password(Some(HIDDEN));
+        }
+        (url.to_string(), headers)
+    }
+
     /// Sends one request and returns the event stream.
     ///
     /// Connect errors, 429 and 5xx are retried up to the provider's
@@ -77,11 +125,7 @@ impl ModelClient {
             })?;
             headers.insert(AUTHORIZATION, value);
         }
-        let body = match self.provider.wire_api {
-            WireApi::Responses => responses::request_body(&self.model, prompt),
-            WireApi::Chat => chat::request_body(&self.model, prompt),
-        };
-        let body = body.to_string().into_bytes();
+        let body = self.request_body(prompt).to_string().into_bytes();
         let max_retries = self.provider.request_max_retries();
         let idle = self.provider.stream_idle_timeout();
 

@@ -23,18 +23,39 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
         "store": false,
         "stream": true,
     });
-    if let Some(effort) = &prompt.reasoning_effort {
-        body["reasoning"] = json!({ "effort": effort });
+    if prompt.reasoning_effort.is_some() || prompt.reasoning_summary.is_some() {
+        let mut reasoning = json!({});
+        if let Some(effort) = &prompt.reasoning_effort {
+            reasoning["effort"] = json!(effort);
+        }
+        if let Some(summary) = &prompt.reasoning_summary {
+            reasoning["summary"] = json!(summary);
+        }
+        body["reasoning"] = reasoning;
     }
+    if prompt.include_encrypted_reasoning {
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
+    if let Some(key) = &prompt.prompt_cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
+    let mut text = serde_json::Map::new();
     if let Some(schema) = &prompt.output_schema {
-        body["text"] = json!({
-            "format": {
+        text.insert(
+            "format".into(),
+            json!({
                 "type": "json_schema",
                 "name": OUTPUT_SCHEMA_NAME,
                 "schema": schema,
                 "strict": true,
-            }
-        });
+            }),
+        );
+    }
+    if let Some(verbosity) = &prompt.verbosity {
+        text.insert("verbosity".into(), json!(verbosity));
+    }
+    if !text.is_empty() {
+        body["text"] = Value::Object(text);
     }
     body
 }

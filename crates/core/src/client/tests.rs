@@ -184,8 +184,7 @@ fn prompt(input: Vec<ResponseItem>) -> Prompt {
             json!({"type": "object", "properties": {"command": {"type": "array"}}}),
         )],
         parallel_tool_calls: false,
-        output_schema: None,
-        reasoning_effort: None,
+        ..Prompt::default()
     }
 }
 

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
 use super::mcp_servers::RawMcpServer;
-use super::{ConfigToml, ModelProviderInfo, SandboxWorkspaceWrite};
+use super::model_settings::ToolsToml;
+use super::{ConfigToml, ModelFamilyOverride, ModelProviderInfo, SandboxWorkspaceWrite};
 use crate::exec_env::ShellEnvironmentPolicy;
 
 /// Top-level keys of Codex's config.toml that deputy reads without using: a config
@@ -35,10 +36,7 @@ const CODEX_ONLY_KEYS: &[&str] = &[
     "instructions",
     "mcp_oauth_credentials_store",
     "model_max_output_tokens",
-    "model_reasoning_summary",
     "model_reasoning_summary_format",
-    "model_supports_reasoning_summaries",
-    "model_verbosity",
     "notice",
     "notify",
     "otel",
@@ -47,7 +45,6 @@ const CODEX_ONLY_KEYS: &[&str] = &[
     "projects",
     "service_tier",
     "show_raw_agent_reasoning",
-    "tools",
     "tui",
     "windows_wsl_setup_acknowledged",
 ];
@@ -72,6 +69,8 @@ pub(super) fn unknown_key_warning(path: &str) -> String {
         Some(Table::SandboxWorkspaceWrite) => (fields_of::<SandboxWorkspaceWrite>(), &[]),
         Some(Table::ShellEnvironmentPolicy) => (fields_of::<ShellEnvironmentPolicy>(), &[]),
         Some(Table::Provider) => (fields_of::<ModelProviderInfo>(), CODEX_ONLY_PROVIDER_KEYS),
+        Some(Table::Tools) => (fields_of::<ToolsToml>(), &[]),
+        Some(Table::ModelFamily) => (fields_of::<ModelFamilyOverride>(), &[]),
         Some(Table::McpServer) => (fields_of::<RawMcpServer>(), CODEX_ONLY_MCP_SERVER_KEYS),
         None => (&[], &[]),
     };
@@ -103,6 +102,8 @@ enum Table {
     SandboxWorkspaceWrite,
     ShellEnvironmentPolicy,
     Provider,
+    Tools,
+    ModelFamily,
     McpServer,
 }
 
@@ -112,6 +113,8 @@ fn table_kind(table: &str) -> Option<Table> {
         ["sandbox_workspace_write"] => Some(Table::SandboxWorkspaceWrite),
         ["shell_environment_policy"] => Some(Table::ShellEnvironmentPolicy),
         ["model_providers", _] => Some(Table::Provider),
+        ["tools"] => Some(Table::Tools),
+        ["model_families", _] => Some(Table::ModelFamily),
         ["mcp_servers", _] => Some(Table::McpServer),
         _ => None,
     }
@@ -207,8 +210,8 @@ mod tests {
             "unknown config key `model_providers.local.base_ulr` (ignored); did you mean `base_url`?"
         );
         assert_eq!(
-            unknown_key_warning("model_verbosity"),
-            "`model_verbosity` is a Codex setting deputy does not use (ignored)"
+            unknown_key_warning("service_tier"),
+            "`service_tier` is a Codex setting deputy does not use (ignored)"
         );
         assert_eq!(
             unknown_key_warning("completely_different"),

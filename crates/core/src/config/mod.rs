@@ -8,6 +8,7 @@
 mod known_keys;
 mod mcp_servers;
 mod model_list;
+mod model_settings;
 mod overrides;
 mod provider;
 
@@ -25,6 +26,10 @@ pub use mcp_servers::{
     check_server_name as check_mcp_server_name,
 };
 pub use model_list::{ConfiguredModel, configured_models};
+pub use model_settings::{
+    ApplyPatchSetting, ModelFamilyOverride, ReasoningSummary, ShellToolSetting, Verbosity,
+    WebSearchMode,
+};
 pub use overrides::{json_to_toml, parse_cli_override};
 pub use provider::{ModelProviderInfo, built_in_providers};
 
@@ -126,7 +131,13 @@ struct ConfigToml {
     // reasoning model spends, the hosted web search tool).
     openai_base_url: Option<String>,
     model_reasoning_effort: Option<String>,
+    model_reasoning_summary: Option<ReasoningSummary>,
+    model_verbosity: Option<Verbosity>,
+    model_supports_reasoning_summaries: Option<bool>,
     web_search: Option<toml::Value>,
+    tools: Option<model_settings::ToolsToml>,
+    #[serde(default)]
+    model_families: BTreeMap<String, ModelFamilyOverride>,
     #[serde(default)]
     sandbox_workspace_write: SandboxWorkspaceWrite,
     #[serde(default)]
@@ -218,6 +229,18 @@ pub struct Config {
     /// `model_reasoning_effort`: how hard a reasoning model thinks, sent as the provider's
     /// reasoning effort (`minimal`, `low`, `medium`, `high`, …; checked by the provider).
     pub model_reasoning_effort: Option<String>,
+    /// `model_reasoning_summary`: the summary a reasoning model is asked for (`auto` unless set).
+    pub model_reasoning_summary: Option<ReasoningSummary>,
+    /// `model_verbosity`: Responses `text.verbosity`, when set.
+    pub model_verbosity: Option<Verbosity>,
+    /// `model_supports_reasoning_summaries`: whether the model reasons, over its family's word.
+    pub model_supports_reasoning_summaries: Option<bool>,
+    /// `web_search` / `tools.web_search`: whether the hosted web search is offered.
+    pub web_search: WebSearchMode,
+    /// `tools.view_image`: whether `view_image` is offered to models that take images.
+    pub view_image_tool: bool,
+    /// `[model_families.PREFIX]`: overrides of the built-in model family table.
+    pub model_families: BTreeMap<String, ModelFamilyOverride>,
     /// The selected profile, if any.
     pub profile: Option<String>,
     /// `[mcp_servers]`: the MCP servers whose tools the model is offered, by name.
@@ -416,15 +439,21 @@ impl ConfigLayers {
             }
         })
         .map_err(ConfigError::Override)?;
-        match &toml.web_search {
-            None => {}
-            Some(toml::Value::String(mode)) if mode == "disabled" => {}
-            Some(toml::Value::Boolean(false)) => {}
-            Some(other) => warnings.push(format!(
-                "`web_search = {other}`: deputy has no web search tool yet (ignored)"
-            )),
+        let web_search =
+            model_settings::web_search_mode(toml.web_search.as_ref(), toml.tools.as_ref())
+                .map_err(ConfigError::Semantic)?;
+        let mut config = self.build(toml, profile_name)?;
+        config.web_search = web_search;
+        if web_search != WebSearchMode::Disabled
+            && config.model_provider.wire_api == deputy_protocol::WireApi::Chat
+        {
+            warnings.push(format!(
+                "web search is offered on Responses providers only; `{}` uses the chat API, \
+                 so the model gets no web search",
+                config.model_provider_id
+            ));
         }
-        self.build(toml, profile_name)
+        Ok(config)
     }
 
     fn selected_profile(&self, table: &toml::Table) -> Result<Option<String>, ConfigError> {
@@ -531,6 +560,16 @@ impl ConfigLayers {
                 .map_or(DEFAULT_PROGRESS_INTERVAL, Duration::from_millis)
                 .max(MIN_PROGRESS_INTERVAL),
             model_reasoning_effort: toml.model_reasoning_effort,
+            model_reasoning_summary: toml.model_reasoning_summary,
+            model_verbosity: toml.model_verbosity,
+            model_supports_reasoning_summaries: toml.model_supports_reasoning_summaries,
+            web_search: WebSearchMode::Disabled,
+            view_image_tool: toml
+                .tools
+                .as_ref()
+                .and_then(|tools| tools.view_image)
+                .unwrap_or(true),
+            model_families: toml.model_families,
             profile,
             mcp_servers: toml.mcp_servers,
             sandbox_launcher: None,

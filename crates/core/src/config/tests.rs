@@ -308,7 +308,8 @@ fn openai_base_url_points_the_built_in_provider_elsewhere_from_the_file_or_c() {
 fn codex_keys_a_client_writes_load_with_at_most_one_note_each() {
     let home = home_with(
         "model_reasoning_effort = \"high\"\nweb_search = \"disabled\"\n\
-         model_verbosity = \"low\"\n[sandbox_workspace_write]\nnetwork_access = true\n",
+         model_verbosity = \"low\"\nmodel_reasoning_summary = \"concise\"\n\
+         hide_agent_reasoning = true\n[sandbox_workspace_write]\nnetwork_access = true\n",
     );
     let mut layers = layers(&home);
     layers.cli_overrides = vec![
@@ -317,17 +318,69 @@ fn codex_keys_a_client_writes_load_with_at_most_one_note_each() {
     ];
     let config = layers.load().unwrap();
     assert_eq!(config.model_reasoning_effort.as_deref(), Some("high"));
+    assert_eq!(config.model_verbosity, Some(Verbosity::Low));
+    assert_eq!(
+        config.model_reasoning_summary,
+        Some(ReasoningSummary::Concise)
+    );
+    assert_eq!(config.web_search, WebSearchMode::Live);
     assert_eq!(config.approval_policy, AskForApproval::Untrusted);
     assert!(config.sandbox_workspace_write.network_access);
     assert_eq!(
         config.warnings,
-        [
-            format!(
-                "{}: `model_verbosity` is a Codex setting deputy does not use (ignored)",
-                home.path().join("config.toml").display()
-            ),
-            "`web_search = \"live\"`: deputy has no web search tool yet (ignored)".to_string(),
-        ]
+        [format!(
+            "{}: `hide_agent_reasoning` is a Codex setting deputy does not use (ignored)",
+            home.path().join("config.toml").display()
+        )]
+    );
+}
+
+#[test]
+fn web_search_is_chosen_by_either_key_and_a_meaningless_value_is_an_error() {
+    let mode = |text: &str| {
+        let home = home_with(text);
+        layers(&home).load().map(|config| config.web_search)
+    };
+    assert_eq!(mode("").unwrap(), WebSearchMode::Disabled);
+    assert_eq!(
+        mode("[tools]\nweb_search = true\n").unwrap(),
+        WebSearchMode::Live
+    );
+    assert_eq!(
+        mode("web_search = \"cached\"\n").unwrap(),
+        WebSearchMode::Cached
+    );
+    assert_eq!(
+        mode("web_search = false\n[tools]\nweb_search = true\n").unwrap(),
+        WebSearchMode::Disabled,
+        "`web_search` is the newer key and wins"
+    );
+    let err = mode("web_search = \"sometimes\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"live\", \"cached\" or \"disabled\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn model_family_rows_and_unknown_keys_in_them_are_read() {
+    let home = home_with(
+        "[model_families.\"my-coder\"]\nreasoning = true\nshell_tool = \"shell_command\"\n\
+         apply_patch_tool = \"freeform\"\nimags = true\n",
+    );
+    let config = layers(&home).load().unwrap();
+    let row = &config.model_families["my-coder"];
+    assert_eq!(row.reasoning, Some(true));
+    assert_eq!(row.shell_tool, Some(ShellToolSetting::ShellCommand));
+    assert_eq!(row.apply_patch_tool, Some(ApplyPatchSetting::Freeform));
+    assert_eq!(
+        config.warnings,
+        [format!(
+            "{}: unknown config key `model_families.my-coder.imags` (ignored); did you mean `images`?",
+            home.path().join("config.toml").display()
+        )]
     );
 }
 

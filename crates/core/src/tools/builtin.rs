@@ -1,5 +1,5 @@
-//! deputy's own tools as handlers: the command tools, `apply_patch` and `update_plan`,
-//! chosen by the model's family.
+//! deputy's own tools as handlers: the command tools, `apply_patch`, `update_plan`,
+//! `view_image`, chosen by the model's family (`view_image` lives in a module of its own).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,12 +9,13 @@ use futures::future::BoxFuture;
 
 use super::registry::{ToolCall, ToolHandler, ToolOutput, ToolPayload};
 use super::spec::{
-    APPLY_PATCH_DESCRIPTION, ApplyPatchArgs, CommandOptions, SHELL_COMMAND_DESCRIPTION,
-    SHELL_DESCRIPTION, SandboxPermissions, ShellArgs, ShellCommandArgs, UPDATE_PLAN_DESCRIPTION,
-    function_spec, names,
+    APPLY_PATCH_DESCRIPTION, APPLY_PATCH_FREEFORM_DESCRIPTION, ApplyPatchArgs, CommandOptions,
+    SHELL_COMMAND_DESCRIPTION, SHELL_DESCRIPTION, SandboxPermissions, ShellArgs, ShellCommandArgs,
+    UPDATE_PLAN_DESCRIPTION, function_spec, names, update_plan_parameters,
 };
+use super::view_image::ViewImage;
 use super::{patch, shell};
-use crate::client::ToolSpec;
+use crate::client::{FreeformTool, Grammar, ToolSpec};
 use crate::context::{TurnContext, TurnStop};
 use crate::model_family::{ApplyPatchToolKind, ModelFamily, ShellToolKind};
 
@@ -26,22 +27,28 @@ pub(crate) fn builtin_tools(family: &ModelFamily) -> Vec<Arc<dyn ToolHandler>> {
             tools.push(Arc::new(Shell));
             tools.push(Arc::new(ShellCommand));
         }
+        ShellToolKind::ShellCommand => tools.push(Arc::new(ShellCommand)),
         ShellToolKind::UnifiedExec => {
             tools.push(Arc::new(super::unified_exec::ExecCommand));
             tools.push(Arc::new(super::unified_exec::WriteStdin));
         }
     }
-    match family.apply_patch_tool {
-        ApplyPatchToolKind::Function => tools.push(Arc::new(ApplyPatch)),
-    }
+    tools.push(Arc::new(ApplyPatch(family.apply_patch_tool)));
     if family.plan_tool {
         tools.push(Arc::new(UpdatePlan));
+    }
+    if family.view_image_tool {
+        tools.push(Arc::new(ViewImage));
     }
     if family.user_input_tool {
         tools.push(Arc::new(super::request_user_input::RequestUserInput));
     }
     tools
 }
+
+/// The `*** Begin Patch` format as a Lark grammar, for a freeform `apply_patch`: the
+/// provider constrains the model's text to it.
+const PATCH_GRAMMAR: &str = include_str!("patch_grammar.lark");
 
 /// `shell`: a command as an argv.
 struct Shell;
@@ -93,11 +100,23 @@ impl ToolHandler for ShellCommand {
 }
 
 /// `apply_patch`: takes the patch as the function's `input`, or as a freeform tool's text.
-struct ApplyPatch;
+struct ApplyPatch(ApplyPatchToolKind);
 
 impl ToolHandler for ApplyPatch {
     fn spec(&self) -> ToolSpec {
-        function_spec::<ApplyPatchArgs>(names::APPLY_PATCH, APPLY_PATCH_DESCRIPTION)
+        match self.0 {
+            ApplyPatchToolKind::Function => {
+                function_spec::<ApplyPatchArgs>(names::APPLY_PATCH, APPLY_PATCH_DESCRIPTION)
+            }
+            ApplyPatchToolKind::Freeform => ToolSpec::Freeform(FreeformTool {
+                name: names::APPLY_PATCH.to_string(),
+                description: APPLY_PATCH_FREEFORM_DESCRIPTION.to_string(),
+                grammar: Some(Grammar {
+                    syntax: "lark".to_string(),
+                    definition: PATCH_GRAMMAR.to_string(),
+                }),
+            }),
+        }
     }
 
     fn handle<'a>(
@@ -125,7 +144,11 @@ struct UpdatePlan;
 
 impl ToolHandler for UpdatePlan {
     fn spec(&self) -> ToolSpec {
-        function_spec::<UpdatePlanArgs>(names::UPDATE_PLAN, UPDATE_PLAN_DESCRIPTION)
+        ToolSpec::function(
+            names::UPDATE_PLAN,
+            UPDATE_PLAN_DESCRIPTION,
+            update_plan_parameters(),
+        )
     }
 
     fn handle<'a>(
@@ -184,7 +207,8 @@ async fn run_shell_or_patch(
     .map(ToolOutput::from)
 }
 
-fn resolve_workdir(ctx: &TurnContext, workdir: Option<&str>) -> PathBuf {
+/// The directory a command's `workdir` names: relative to the turn's working directory.
+pub(super) fn resolve_workdir(ctx: &TurnContext, workdir: Option<&str>) -> PathBuf {
     let cwd = &ctx.config.cwd;
     match workdir.filter(|w| !w.is_empty()) {
         Some(dir) => cwd.join(dir),

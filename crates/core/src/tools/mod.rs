@@ -7,6 +7,7 @@ mod request_user_input;
 mod shell;
 mod spec;
 mod unified_exec;
+mod view_image;
 
 pub(crate) use patch::finish_interrupted as finish_interrupted_patch;
 pub(crate) use registry::{

@@ -195,10 +195,17 @@ impl ToolRegistry {
     /// thread was given (one whose name is taken is left out, with a log line).
     pub(crate) fn for_turn(family: &ModelFamily, thread: &ThreadTools) -> Self {
         let mut registry = Self::new(family);
-        for handler in super::builtin::builtin_tools(family)
-            .into_iter()
-            .chain(thread.handlers())
-        {
+        for handler in super::builtin::builtin_tools(family) {
+            if let Err(err) = registry.register(handler) {
+                tracing::warn!(%err, "a built-in tool is not offered");
+            }
+        }
+        if let Some(external_web_access) = family.hosted_web_search {
+            registry.offer_hosted(HostedTool::WebSearch {
+                external_web_access,
+            });
+        }
+        for handler in thread.handlers() {
             if let Err(err) = registry.register(handler) {
                 tracing::warn!(%err, "a tool of the thread is not offered");
             }
@@ -255,10 +262,6 @@ impl ToolRegistry {
     }
 
     /// Offers a tool the provider runs itself (its calls are the provider's output items).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "a seam: no hosted tool is offered yet")
-    )]
     pub(crate) fn offer_hosted(&mut self, tool: HostedTool) {
         self.offered.push(ToolSpec::Hosted(tool));
     }

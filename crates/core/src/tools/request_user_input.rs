@@ -12,7 +12,7 @@ use crate::client::ToolSpec;
 use crate::context::{TurnContext, TurnStop, new_item_id};
 
 /// The tool's name.
-pub(crate) const NAME: &str = "request_user_input";
+pub(crate) const NAME: &str = super::names::REQUEST_USER_INPUT;
 
 /// Most questions one call may ask.
 const MAX_QUESTIONS: usize = 8;

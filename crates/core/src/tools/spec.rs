@@ -71,6 +71,16 @@ pub mod names {
     pub const APPLY_PATCH: &str = "apply_patch";
     /// Plan tracking.
     pub const UPDATE_PLAN: &str = "update_plan";
+    /// Attaches an image file to the conversation.
+    pub const VIEW_IMAGE: &str = "view_image";
+    /// The provider's hosted web search (a tool type, not a function name).
+    pub const WEB_SEARCH: &str = "web_search";
+    /// Starts a command that may outlive the call (unified exec).
+    pub const EXEC_COMMAND: &str = "exec_command";
+    /// Writes to (or polls) a command `exec_command` started.
+    pub const WRITE_STDIN: &str = "write_stdin";
+    /// The model's questions to the user.
+    pub const REQUEST_USER_INPUT: &str = "request_user_input";
 }
 
 pub(super) const SHELL_DESCRIPTION: &str = "Runs a command given as an argv array and returns its exit code, wall time and output. \
@@ -95,6 +105,34 @@ pub(super) const APPLY_PATCH_DESCRIPTION: &str = r#"Edits files with a patch. Th
 Paths are relative to the working directory. Give about three lines of unchanged context around each change; use `@@` lines to disambiguate. A patch that does not apply changes nothing."#;
 pub(super) const UPDATE_PLAN_DESCRIPTION: &str = "Records the task plan: a list of steps, each pending, in_progress or completed, with at most one in_progress. \
 Call it when the plan changes; the user sees it.";
+pub(super) const APPLY_PATCH_FREEFORM_DESCRIPTION: &str = "Edits files. The input is the patch itself as plain text \
+(not JSON), from `*** Begin Patch` to `*** End Patch`, as the instructions describe. A patch applies whole or not at all.";
+
+/// `update_plan`'s parameters, written out so that every model family gets the same
+/// shape Codex offers (plain `string` types, closed objects).
+pub(super) fn update_plan_parameters() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "explanation": {"type": "string", "description": "Why the plan changed, when it did."},
+            "plan": {
+                "type": "array",
+                "description": "The whole plan, in order.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "step": {"type": "string", "description": "What the step achieves."},
+                        "status": {"type": "string", "description": "One of: pending, in_progress, completed."},
+                    },
+                    "required": ["step", "status"],
+                    "additionalProperties": false,
+                },
+            },
+        },
+        "required": ["plan"],
+        "additionalProperties": false,
+    })
+}
 
 /// A function tool whose parameters are the JSON Schema of `T`, inlined.
 pub(super) fn function_spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {

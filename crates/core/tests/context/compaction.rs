@@ -441,18 +441,19 @@ async fn the_summary_request_drops_the_oldest_tool_outputs_to_fit_the_window() {
 async fn a_server_that_reports_no_usage_still_compacts_from_the_estimated_size() {
     let server = MockModelServer::start();
     server.push_all([
-        // About 12 KB of output: past 90 % of a 3,000-token window by itself.
+        // About 24 KB of output: past 90 % of a 6,000-token window by itself (the
+        // instructions and tools take half of it).
         MockResponse::chat_tool_call_turn(
             "call-1",
             "shell",
             bash_args(&format!(
-                "printf {OLD_OUTPUT}; head -c 12000 /dev/zero | tr '\\0' x"
+                "printf {OLD_OUTPUT}; head -c 24000 /dev/zero | tr '\\0' x"
             )),
         ),
         MockResponse::chat_text_turn("ESTIMATED-SUMMARY"),
         MockResponse::chat_text_turn("done"),
     ]);
-    let home = chat_home_with(&server, "model_context_window = 3000");
+    let home = chat_home_with(&server, "model_context_window = 6000");
     let manager = manager();
     let thread = start(&manager, &home, home.workspace());
 

@@ -31,10 +31,10 @@ use tokio_util::sync::CancellationToken;
 use super::snapshot::Snapshot;
 use crate::tool_catalogue::{
     CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL, CONVERSATION_STREAM_TOOL,
-    CONVERSATIONS_LIST_TOOL, ContentItemParam, ContentKind, ConversationCreateParam,
-    ConversationCreateResult, ConversationSendMessageParam, ConversationSendMessageResult,
-    ConversationStreamParam, ConversationStreamResult, ConversationSummary, ConversationsListParam,
-    ConversationsListResult, SendStatus,
+    CONVERSATIONS_LIST_TOOL, ContentItemParam, ConversationCreateParam, ConversationCreateResult,
+    ConversationSendMessageParam, ConversationSendMessageResult, ConversationStreamParam,
+    ConversationStreamResult, ConversationSummary, ConversationsListParam, ConversationsListResult,
+    SendStatus,
 };
 use crate::turn_runner::{CallContext, ElicitationApprover, tool_result, unless_client_gone};
 use crate::wire::{
@@ -156,15 +156,19 @@ impl Conversations {
             Ok(params) => params,
             Err(failed) => return failed,
         };
-        let items: Vec<InputItem> = params
+        let items: Vec<InputItem> = match params
             .content
             .into_iter()
-            .map(|ContentItemParam { kind, text }| match kind {
-                ContentKind::Text => InputItem::Text { text },
-            })
-            .collect();
+            .map(ContentItemParam::into_input)
+            .collect()
+        {
+            Ok(items) => items,
+            Err(why) => return failure(format!("`content`: {why}")),
+        };
         if items.is_empty() {
-            return failure("`content` holds no message: give at least one text item".into());
+            return failure(
+                "`content` holds no message: give at least one text or image item".into(),
+            );
         }
         let thread = match self.conversation(&params.conversation_id).await {
             Ok(thread) => thread,

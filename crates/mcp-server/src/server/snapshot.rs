@@ -169,6 +169,8 @@ fn bounded(mut msg: EventMsg) -> EventMsg {
         | EventMsg::EnteredReviewMode(_)
         | EventMsg::ExitedReviewMode(_)
         | EventMsg::ContextCompacted(_)
+        | EventMsg::WebSearchBegin(_)
+        | EventMsg::WebSearchEnd(_)
         | EventMsg::ShutdownComplete => {}
         // An MCP tool's result may hold large text and images.
         EventMsg::McpToolCallEnd(e) => match &mut e.result {

@@ -13,11 +13,13 @@ async fn responses_request_carries_model_instructions_history_and_tools() {
         ResponseItem::Reasoning {
             id: "rs_1".into(),
             summary: vec![],
+            content: None,
             encrypted_content: None,
         },
         ResponseItem::Reasoning {
             id: "rs_2".into(),
             summary: vec![],
+            content: None,
             encrypted_content: Some("opaque".into()),
         },
         ResponseItem::FunctionCall {
@@ -97,6 +99,7 @@ async fn chat_request_turns_history_into_messages_with_merged_tool_calls() {
         ResponseItem::Reasoning {
             id: "rs".into(),
             summary: vec![],
+            content: None,
             encrypted_content: Some("x".into()),
         },
         ResponseItem::assistant_text("Checking."),
@@ -267,12 +270,16 @@ fn answer_schema() -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn responses_request_carries_images_the_answer_schema_and_the_reasoning_effort() {
+async fn responses_request_carries_images_the_answer_schema_reasoning_caching_and_verbosity() {
     let server = TestServer::start(vec![Reply::Sse(responses_sse(&[completed("r")]))]).await;
     let structured = Prompt {
         input: vec![text_and_image()],
         output_schema: Some(answer_schema()),
         reasoning_effort: Some("high".into()),
+        reasoning_summary: Some("auto".into()),
+        include_encrypted_reasoning: true,
+        prompt_cache_key: Some("thread-1".into()),
+        verbosity: Some("low".into()),
         ..Prompt::default()
     };
     run(provider(&server.base_url, WireApi::Responses), &structured)
@@ -290,9 +297,15 @@ async fn responses_request_carries_images_the_answer_schema_and_the_reasoning_ef
     assert_eq!(
         body["text"],
         json!({"format": {"type": "json_schema", "name": "codex_output_schema",
-            "schema": answer_schema(), "strict": true}})
+            "schema": answer_schema(), "strict": true}, "verbosity": "low"})
     );
-    assert_eq!(body["reasoning"], json!({"effort": "high"}));
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(body["prompt_cache_key"], "thread-1");
+    assert_eq!(body["store"], false);
 }
 
 #[tokio::test]

@@ -130,10 +130,14 @@ fn default_tools(fixture: &str) -> Value {
     serde_json::from_str(fixture).unwrap()
 }
 
-/// The built-in tools of a model deputy knows and of one it does not.
+/// The classic built-in tools for a model that takes images (`view_image` aside) and for
+/// one deputy does not know.
 fn registries() -> [ToolRegistry; 2] {
-    ["gpt-4.1", "mock-model"]
-        .map(|model| ToolRegistry::for_turn(&ModelFamily::builtin(model), &ThreadTools::default()))
+    ["gpt-4o", "mock-model"].map(|model| {
+        let mut family = ModelFamily::builtin(model);
+        family.view_image_tool = false;
+        ToolRegistry::for_turn(&family, &ThreadTools::default())
+    })
 }
 
 #[test]
@@ -158,7 +162,7 @@ fn the_built_in_tools_are_offered_exactly_as_before_the_registry() {
             default_tools(include_str!("default_tools.chat.json"))
         );
     }
-    let mut family = ModelFamily::builtin("gpt-4.1");
+    let mut family = ModelFamily::builtin("mock-model");
     family.plan_tool = false;
     let names: Vec<String> = ToolRegistry::for_turn(&family, &ThreadTools::default())
         .specs()
@@ -190,7 +194,7 @@ fn a_name_is_taken_once_and_a_thread_tool_never_replaces_a_built_in_one() {
         }
     }
     thread.add(Arc::new(FakeShell)).unwrap();
-    let specs = ToolRegistry::for_turn(&ModelFamily::builtin("gpt-4.1"), &thread).specs();
+    let specs = ToolRegistry::for_turn(&ModelFamily::builtin("mock-model"), &thread).specs();
     let shells: Vec<&ToolSpec> = specs
         .iter()
         .filter(|spec| spec.name() == Some("shell"))
@@ -334,7 +338,7 @@ async fn a_tool_added_through_the_registry_is_offered_and_its_output_returned() 
         MockResponse::text_turn("Again."),
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
-    let thread = thread_with_test_tools(&home, &manager, "gpt-4.1");
+    let thread = thread_with_test_tools(&home, &manager, "gpt-4o");
 
     assert!(matches!(
         run_turn(&thread, "look up seam").await,
@@ -355,13 +359,14 @@ async fn a_tool_added_through_the_registry_is_offered_and_its_output_returned() 
             "shell_command",
             "apply_patch",
             "update_plan",
+            "view_image",
             "lookup_word",
             "mcp__docs__",
             "note"
         ]
     );
     assert_eq!(
-        offered[4..],
+        offered[5..],
         test_tools().map(|tool| tool.spec().responses_json())
     );
     assert_eq!(requests[2].body["tools"], requests[0].body["tools"]);

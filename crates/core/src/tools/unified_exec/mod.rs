@@ -35,13 +35,7 @@ use crate::sandboxing;
 use process::{Process, Read};
 pub(crate) use store::Sessions;
 
-/// Tool names, defined once.
-pub(crate) mod names {
-    /// Starts a command.
-    pub(crate) const EXEC_COMMAND: &str = "exec_command";
-    /// Writes to (or polls) a running command.
-    pub(crate) const WRITE_STDIN: &str = "write_stdin";
-}
+use super::names;
 
 /// How long `exec_command` waits for output when the model does not say.
 const EXEC_YIELD_DEFAULT: Duration = Duration::from_secs(10);
