@@ -15,8 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use deputy_test_support::{
-    ListeningServer, MockModelServer, MockResponse, NodeMcpSdk, TestHome, python_with_mcp,
-    run_with_deadline,
+    ListeningServer, MockModelServer, NodeMcpSdk, TestHome, python_with_mcp, run_with_deadline,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -26,17 +25,6 @@ const DEPUTY: &str = env!("CARGO_BIN_EXE_deputy");
 
 /// Longest a client script may run; each finishes in a few seconds.
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(90);
-
-/// A server home whose model asks to run `command`, then says `then_says`.
-fn scripted(command: &str, then_says: &str) -> (MockModelServer, TestHome) {
-    let model = MockModelServer::start();
-    model.push_all([
-        MockResponse::function_call_turn("call-http", "shell_command", json!({"command": command})),
-        MockResponse::text_turn(then_says),
-    ]);
-    let home = TestHome::new(&model.base_url());
-    (model, home)
-}
 
 /// `deputy mcp-server --listen 127.0.0.1:0 <extra>` in `home`.
 fn listen(home: &TestHome, extra: &[&str]) -> ListeningServer {
@@ -192,7 +180,8 @@ fn assert_approved(seen: &Value, home: &TestHome, model: &MockModelServer) {
 
 #[test]
 fn a_typescript_http_client_approves_a_command_and_it_runs() {
-    let (model, home) = scripted("touch approved.txt", "Approved and done.");
+    let (model, home) =
+        TestHome::asked_to_run("call-http", "touch approved.txt", "Approved and done.");
     let server = listen(&home, &[]);
     let seen = typescript_client(&home, &server, "approve");
     assert_approved(&seen, &home, &model);
@@ -201,7 +190,7 @@ fn a_typescript_http_client_approves_a_command_and_it_runs() {
 
 #[test]
 fn a_typescript_http_client_that_cancels_the_call_sees_its_approval_withdrawn() {
-    let (model, home) = scripted("touch never.txt", "unreachable");
+    let (model, home) = TestHome::asked_to_run("call-http", "touch never.txt", "unreachable");
     let server = listen(&home, &[]);
     let seen = typescript_client(&home, &server, "cancel");
 
@@ -220,7 +209,8 @@ fn a_typescript_http_client_that_cancels_the_call_sees_its_approval_withdrawn() 
 
 #[test]
 fn a_python_http_client_approves_a_command_and_it_runs() {
-    let (model, home) = scripted("touch approved.txt", "Approved and done.");
+    let (model, home) =
+        TestHome::asked_to_run("call-http", "touch approved.txt", "Approved and done.");
     let server = listen(&home, &[]);
     let seen = python_client(&home, &server, "approve");
     assert_eq!(seen["protocolVersion"], "2025-11-25", "{seen}");
@@ -229,7 +219,7 @@ fn a_python_http_client_approves_a_command_and_it_runs() {
 
 #[test]
 fn a_python_http_client_that_cancels_the_call_stops_the_turn() {
-    let (model, home) = scripted("touch never.txt", "After the cancel.");
+    let (model, home) = TestHome::asked_to_run("call-http", "touch never.txt", "After the cancel.");
     let server = listen(&home, &[]);
     let seen = python_client(&home, &server, "cancel");
 
@@ -358,7 +348,8 @@ fn an_idle_session_expires() {
 
 #[test]
 fn two_http_clients_streaming_one_conversation_both_see_the_turn_and_the_first_answer_wins() {
-    let (model, home) = scripted("touch streamed.txt", "Streamed and done.");
+    let (model, home) =
+        TestHome::asked_to_run("call-http", "touch streamed.txt", "Streamed and done.");
     let server = {
         let mut command = home.command(DEPUTY);
         command

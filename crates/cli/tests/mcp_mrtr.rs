@@ -14,8 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use deputy_test_support::{
-    ListeningServer, MockModelServer, MockResponse, NodeNetwork, TestHome, python_with_mcp,
-    run_with_deadline,
+    ListeningServer, NodeNetwork, TestHome, python_with_mcp, run_with_deadline,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -25,17 +24,6 @@ const DEPUTY: &str = env!("CARGO_BIN_EXE_deputy");
 
 /// Longest a client script may run; each finishes in a few seconds.
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(90);
-
-/// A server home whose model asks to run `command`, then says `then_says`.
-fn scripted(command: &str, then_says: &str) -> (MockModelServer, TestHome) {
-    let model = MockModelServer::start();
-    model.push_all([
-        MockResponse::function_call_turn("call-mrtr", "shell_command", json!({"command": command})),
-        MockResponse::text_turn(then_says),
-    ]);
-    let home = TestHome::new(&model.base_url());
-    (model, home)
-}
 
 /// The transports the tests run over.
 enum Over {
@@ -79,7 +67,8 @@ fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
 }
 
 fn approves_through_round_trips(over: Over) {
-    let (model, home) = scripted("touch approved.txt", "Approved and done.");
+    let (model, home) =
+        TestHome::asked_to_run("call-mrtr", "touch approved.txt", "Approved and done.");
     let seen = run_client(&home, over, "approve");
 
     assert!(home.workspace().join("approved.txt").exists(), "{seen}");
@@ -105,7 +94,8 @@ fn approves_through_round_trips(over: Over) {
 }
 
 fn declines_and_refuses_forged_states(over: Over) {
-    let (model, home) = scripted("touch never.txt", "I was not allowed to.");
+    let (model, home) =
+        TestHome::asked_to_run("call-mrtr", "touch never.txt", "I was not allowed to.");
     let seen = run_client(&home, over, "manual");
 
     let requests = seen["inputRequests"]
@@ -157,7 +147,7 @@ fn declines_and_refuses_forged_states(over: Over) {
 
 #[test]
 fn a_retry_that_never_comes_is_a_declined_approval() {
-    let (model, home) = scripted("touch never.txt", "Nobody answered.");
+    let (model, home) = TestHome::asked_to_run("call-mrtr", "touch never.txt", "Nobody answered.");
     home.write_config(&format!(
         "approval_timeout_sec = 1\n{}",
         TestHome::default_config(&model.base_url())
@@ -231,7 +221,8 @@ fn run_typescript_client(home: &TestHome, scenario: &str) -> Value {
 
 #[test]
 fn the_typescript_client_2_approves_through_round_trips_over_http() {
-    let (model, home) = scripted("touch approved.txt", "Approved and done.");
+    let (model, home) =
+        TestHome::asked_to_run("call-mrtr", "touch approved.txt", "Approved and done.");
     let seen = run_typescript_client(&home, "approve");
 
     assert!(home.workspace().join("approved.txt").exists(), "{seen}");
@@ -254,7 +245,8 @@ fn the_typescript_client_2_approves_through_round_trips_over_http() {
 
 #[test]
 fn the_typescript_client_2_declines_through_round_trips_over_http() {
-    let (model, home) = scripted("touch never.txt", "I was not allowed to.");
+    let (model, home) =
+        TestHome::asked_to_run("call-mrtr", "touch never.txt", "I was not allowed to.");
     let seen = run_typescript_client(&home, "decline");
 
     assert!(!home.workspace().join("never.txt").exists(), "{seen}");

@@ -20,17 +20,6 @@ const DEPUTY: &str = env!("CARGO_BIN_EXE_deputy");
 /// Longest the Node client may run; it finishes in about a second.
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(60);
 
-/// A server home whose model asks to run `command`, then says `then_says`.
-fn scripted(command: &str, then_says: &str) -> (MockModelServer, TestHome) {
-    let model = MockModelServer::start();
-    model.push_all([
-        MockResponse::function_call_turn("call-ts", "shell_command", json!({"command": command})),
-        MockResponse::text_turn(then_says),
-    ]);
-    let home = TestHome::new(&model.base_url());
-    (model, home)
-}
-
 /// Runs the client script through `scenario` against a server in `home`.
 fn run_client(home: &TestHome, scenario: &str) -> Value {
     let sdk = NodeMcpSdk::install().unwrap_or_else(|err| panic!("no MCP TypeScript SDK: {err}"));
@@ -98,7 +87,8 @@ fn a_typescript_call_with_a_3s_timeout_survives_a_20s_command_on_progress_alone(
 
 #[test]
 fn a_typescript_client_approves_a_command_and_it_runs() {
-    let (model, home) = scripted("touch approved.txt", "Approved and done.");
+    let (model, home) =
+        TestHome::asked_to_run("call-ts", "touch approved.txt", "Approved and done.");
     let seen = run_client(&home, "approve");
 
     assert!(home.workspace().join("approved.txt").exists(), "{seen}");
@@ -137,7 +127,7 @@ fn a_typescript_client_approves_a_command_and_it_runs() {
 fn a_typescript_client_that_cancels_the_call_sees_its_first_approval_withdrawn() {
     // The TypeScript SDK ignores a cancellation whose requestId is 0: the first
     // question of a connection must have another id to be withdrawable.
-    let (model, home) = scripted("touch never.txt", "unreachable");
+    let (model, home) = TestHome::asked_to_run("call-ts", "touch never.txt", "unreachable");
     let seen = run_client(&home, "cancel");
 
     let question = seen["questions"][0]["id"].clone();

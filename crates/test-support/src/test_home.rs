@@ -17,6 +17,26 @@ pub struct TestHome {
 }
 
 impl TestHome {
+    /// A mock model that asks to run `command` through `shell_command` (as call `call_id`)
+    /// and then says `then_says`, and a home configured for it.
+    pub fn asked_to_run(
+        call_id: &str,
+        command: &str,
+        then_says: &str,
+    ) -> (crate::MockModelServer, Self) {
+        let model = crate::MockModelServer::start();
+        model.push_all([
+            crate::MockResponse::function_call_turn(
+                call_id,
+                "shell_command",
+                serde_json::json!({"command": command}),
+            ),
+            crate::MockResponse::text_turn(then_says),
+        ]);
+        let home = Self::new(&model.base_url());
+        (model, home)
+    }
+
     /// A home whose config is [`TestHome::default_config`] for `mock_base_url`.
     ///
     /// # Panics
