@@ -336,15 +336,33 @@ fn edit(
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let aside = aside_path(path);
-    fs::write(&aside, doc.to_string())
-        .and_then(|()| {
-            if let Ok(meta) = fs::metadata(path) {
-                fs::set_permissions(&aside, meta.permissions())?;
-            }
-            fs::rename(&aside, path)
-        })
+    replace_durably(path, doc.to_string().as_bytes())
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Replaces `path` with `contents` so that a crash at any instant leaves the old file or
+/// the new one: written aside with the old file's permissions, synced, renamed over it,
+/// and the rename synced with the directory. A failed attempt leaves nothing aside.
+fn replace_durably(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let aside = aside_path(path);
+    let written = (|| {
+        let mut file = fs::File::create(&aside)?;
+        std::io::Write::write_all(&mut file, contents)?;
+        if let Ok(meta) = fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.sync_all()?;
+        fs::rename(&aside, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&aside);
+    }
+    written?;
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::File::open(dir)?.sync_all()
 }
 
 /// Where a new version of `path` is written before it replaces the old one.
@@ -352,4 +370,44 @@ fn aside_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".{}.new", std::process::id()));
     path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_replaced_file_keeps_its_permissions_and_leaves_nothing_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs::write(&path, "old = 1\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        replace_durably(&path, b"new = 2\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new = 2\n");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["config.toml"]);
+    }
+
+    #[test]
+    fn a_replacement_that_cannot_land_leaves_the_old_file_and_nothing_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        // A directory where the file should be: the rename fails after the write.
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("inside"), "kept").unwrap();
+        assert!(replace_durably(&path, b"new = 2\n").is_err());
+        assert_eq!(fs::read_to_string(path.join("inside")).unwrap(), "kept");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["config.toml"]);
+    }
 }
