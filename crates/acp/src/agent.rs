@@ -121,9 +121,9 @@ impl AcpAgent {
         let started = async {
             let config = self.config(Some(&request.cwd))?;
             key_present(&config)?;
-            let manager = self.manager.clone();
-            blocking(move || manager.start_thread(config))
-                .await?
+            self.manager
+                .start(config)
+                .await
                 .map_err(|err| Error::new(ErrorCode::INTERNAL_ERROR, err.to_string()))
         }
         .await;
@@ -195,16 +195,17 @@ impl AcpAgent {
                 .load()
                 .map_err(|err| config_error(&err.to_string()))?,
         )?;
-        let manager = self.manager.clone();
         let id = request.session_id.0.to_string();
-        let (thread, resumed_after) = blocking(move || manager.get_or_resume(&id, &layers))
-            .await?
-            .map_err(|err| match err {
-                ResumeError::NotFound(_) => {
-                    acp::Error::session_not_found(request.session_id.clone()).into()
-                }
-                other => Error::new(ErrorCode::INTERNAL_ERROR, other.to_string()),
-            })?;
+        let (thread, resumed_after) =
+            self.manager
+                .open(&id, &layers)
+                .await
+                .map_err(|err| match err {
+                    ResumeError::NotFound(_) => {
+                        acp::Error::session_not_found(request.session_id.clone()).into()
+                    }
+                    other => Error::new(ErrorCode::INTERNAL_ERROR, other.to_string()),
+                })?;
         let through = resumed_after.unwrap_or_else(|| thread.last_seq());
         Ok((self.open(thread), through))
     }
@@ -449,13 +450,4 @@ fn busy(id: &SessionId) -> Error {
         ErrorCode::INVALID_REQUEST,
         format!("session {id} is already running a prompt; cancel it or wait for its answer"),
     )
-}
-
-/// Runs blocking work (a rollout's file I/O) off the runtime's threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| Error::new(ErrorCode::INTERNAL_ERROR, err.to_string()))
 }
