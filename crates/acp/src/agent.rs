@@ -105,7 +105,11 @@ impl AcpAgent {
                 ),
             ));
         }
-        match self.config(None).and_then(|config| key_present(&config)) {
+        let config = self
+            .layers
+            .load()
+            .map_err(|err| config_error(&err.to_string()));
+        match config.and_then(|config| key_present(&config)) {
             Ok(()) => responder.respond(AuthenticateResponse::new()),
             Err(error) => responder.respond_with_error(error),
         }
@@ -119,7 +123,7 @@ impl AcpAgent {
         client: ConnectionTo<Client>,
     ) -> Reply {
         let started = async {
-            let config = self.config(Some(&request.cwd))?;
+            let config = self.config(&request.cwd).await?;
             key_present(&config)?;
             self.manager
                 .start(config)
@@ -189,7 +193,7 @@ impl AcpAgent {
     /// the last event its history replay covers.
     async fn load(&self, request: &LoadSessionRequest) -> Result<(Arc<Session>, u64), Error> {
         let mut layers = self.layers.clone();
-        layers.overrides.cwd = Some(checked_cwd(&request.cwd)?);
+        layers.overrides.cwd = Some(checked_cwd(&request.cwd).await?);
         key_present(
             &layers
                 .load()
@@ -362,12 +366,10 @@ impl AcpAgent {
             .ok_or_else(|| acp::Error::session_not_found(id.clone()).into())
     }
 
-    /// The configuration, in `cwd` when given.
-    fn config(&self, cwd: Option<&Path>) -> Result<Config, Error> {
+    /// The configuration, in `cwd`.
+    async fn config(&self, cwd: &Path) -> Result<Config, Error> {
         let mut layers = self.layers.clone();
-        if let Some(cwd) = cwd {
-            layers.overrides.cwd = Some(checked_cwd(cwd)?);
-        }
+        layers.overrides.cwd = Some(checked_cwd(cwd).await?);
         layers.load().map_err(|err| config_error(&err.to_string()))
     }
 }
@@ -401,14 +403,14 @@ fn server_name(server: &McpServer) -> &str {
 }
 
 /// A session's working directory: absolute and an existing directory.
-fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
+async fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
     if !cwd.is_absolute() {
         return Err(Error::new(
             ErrorCode::INVALID_PARAMS,
             format!("cwd `{}` must be an absolute path", cwd.display()),
         ));
     }
-    if !cwd.is_dir() {
+    if !tokio::fs::metadata(cwd).await.is_ok_and(|m| m.is_dir()) {
         return Err(Error::new(
             ErrorCode::INVALID_PARAMS,
             format!("cwd `{}` is not a directory", cwd.display()),

@@ -1,6 +1,9 @@
 //! The registry of live threads: creating them, resuming them from disk,
 //! finding them, shutting them down.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
