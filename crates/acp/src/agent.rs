@@ -424,7 +424,7 @@ async fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
 fn missing_key(config: &Config) -> Option<(String, String)> {
     let why = config.model_provider.api_key().err()?;
     let var = config.model_provider.env_key.clone().unwrap_or_default();
-    Some((var, why))
+    Some((var, why.to_string()))
 }
 
 fn key_present(config: &Config) -> Result<(), Error> {
