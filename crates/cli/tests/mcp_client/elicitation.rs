@@ -1,6 +1,7 @@
 //! A server's form (`elicitation/create`) relayed to deputy's own client, answered there
 //! (by the official MCP Python SDK, an app-server client, or a person at `deputy exec`'s
-//! terminal), and the answer carried back to the server.
+//! terminal), and the answer carried back to the server; a server's request to sample
+//! deputy's model declined.
 
 use std::path::Path;
 use std::time::Duration;
@@ -333,4 +334,39 @@ fn a_form_from_server_everything_reaches_an_app_server_client_and_its_answer_goe
     let requests = all_requests(&model, 2);
     let answered = output_for(&requests[1], "c-form");
     assert!(answered.contains("- Name: Grace Hopper"), "{answered}");
+}
+
+#[test]
+fn a_server_asking_to_sample_deputys_model_is_declined_and_the_model_hears_why() {
+    let python = python_with_mcp().unwrap_or_else(|err| panic!("no Python MCP SDK: {err}"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client/sampling_server.py");
+    let model = MockModelServer::start();
+    let home = home_with(
+        &model,
+        &format!(
+            "[mcp_servers.sampler]\ncommand = {}\nargs = [{}]\n",
+            toml_str(&python.display().to_string()),
+            toml_str(&script.display().to_string())
+        ),
+    );
+    model.push_all([
+        namespaced_call_turn(
+            "c-sample",
+            "mcp__sampler__",
+            "summarize",
+            json!({"text": "a long story"}),
+        ),
+        MockResponse::text_turn("No summary, then."),
+    ]);
+
+    let run = exec(&home, &["--json", "summarize it with the server"]);
+
+    run.assert_code(0);
+    let requests = all_requests(&model, 2);
+    let output = output_for(&requests[1], "c-sample");
+    assert!(
+        output.contains("sampling failed")
+            && output.contains("deputy does not offer sampling: its model is not available"),
+        "{output}"
+    );
 }
