@@ -323,6 +323,8 @@ fn a_form_from_server_everything_reaches_an_app_server_client_and_its_answer_goe
         params["requestedSchema"]["properties"]["name"]["type"],
         "string"
     );
+    // Codex 0.125's schema carries the required fields, as the server named them.
+    assert_eq!(params["requestedSchema"]["required"], json!(["name"]));
     client.respond(
         question["id"].clone(),
         json!({"action": "accept", "content": {"name": "Grace Hopper"}}),
