@@ -135,19 +135,19 @@ async fn start_mcp_servers(
             submission = ops.recv(), if !cancel.is_cancelled() => submission,
         };
         let Some(submission) = submission else {
-            abort_waiting(session, &mut held, |_| true);
+            let _ = abort_waiting(session, &mut held, |_| true);
             cancel.cancel();
             continue;
         };
         match &submission.op {
             Op::Interrupt { turn_id } => {
-                abort_waiting(session, &mut held, |waiting| waiting == turn_id);
-                if !held.iter().any(|held| turn_of(&held.op).is_some()) {
+                let aborted = abort_waiting(session, &mut held, |waiting| waiting == turn_id);
+                if aborted && !held.iter().any(|held| turn_of(&held.op).is_some()) {
                     cancel.cancel();
                 }
             }
             Op::Shutdown => {
-                abort_waiting(session, &mut held, |_| true);
+                let _ = abort_waiting(session, &mut held, |_| true);
                 held.push_back(submission);
                 cancel.cancel();
             }
@@ -170,8 +170,14 @@ fn turn_of(op: &Op) -> Option<&str> {
     }
 }
 
-/// Ends the held turns `which` picks, which never started (interrupted).
-fn abort_waiting(session: &Session, held: &mut VecDeque<Submission>, which: impl Fn(&str) -> bool) {
+/// Ends the held turns `which` picks, which never started (interrupted); whether there
+/// were any.
+fn abort_waiting(
+    session: &Session,
+    held: &mut VecDeque<Submission>,
+    which: impl Fn(&str) -> bool,
+) -> bool {
+    let before = held.len();
     held.retain(|submission| match turn_of(&submission.op) {
         Some(turn_id) if which(turn_id) => {
             session.log.publish(
@@ -183,6 +189,7 @@ fn abort_waiting(session: &Session, held: &mut VecDeque<Submission>, which: impl
         }
         _ => true,
     });
+    held.len() < before
 }
 
 /// Routes ops (`held` first) until shutdown or until every handle is gone (the channel
