@@ -2,8 +2,10 @@
 //!
 //! When a thread starts, its enabled servers are started in parallel, each within its
 //! `startup_timeout_sec` (`mcp_startup_update` events, then `mcp_startup_complete`); the
-//! thread's first turn waits for them. A server that does not start is skipped with a
-//! warning, unless it is `required`: then every turn of the thread fails, saying why.
+//! thread's first turn waits for them, and interrupting it (or shutting the thread down)
+//! stops those still starting (see `submission_loop`). A server that does not start is
+//! skipped with a warning, unless it is `required`: then every turn of the thread fails,
+//! saying why.
 //! Servers are shared by the threads of this process that define them the same way
 //! (`pool`), and stopped when the last of those threads ends. Each server's tools are one
 //! tool of the thread's registry (`tool`), beside the three resource tools
