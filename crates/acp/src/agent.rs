@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -36,6 +37,9 @@ pub(crate) struct AcpAgent {
     manager: Arc<ThreadManager>,
     layers: ConfigLayers,
     sessions: Sessions,
+    /// Whether the client said at `initialize` that it fills in forms
+    /// (`elicitation.form`): MCP servers' forms are then relayed to it.
+    forms: AtomicBool,
 }
 
 type Reply = Result<(), Error>;
@@ -47,6 +51,7 @@ impl AcpAgent {
             manager,
             layers,
             sessions: Sessions::default(),
+            forms: AtomicBool::new(false),
         }
     }
 
@@ -58,6 +63,12 @@ impl AcpAgent {
         responder: Responder<InitializeResponse>,
     ) -> Reply {
         tracing::debug!(requested = %request.protocol_version, "initialize");
+        let forms = request
+            .client_capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|elicitation| elicitation.form.is_some());
+        self.forms.store(forms, Ordering::Relaxed);
         let auth_methods = match self.layers.load() {
             Ok(config) => missing_key(&config)
                 .map(|(var, _)| {
@@ -236,8 +247,9 @@ impl AcpAgent {
         let Ok(cancel) = session.begin_prompt() else {
             return responder.respond_with_error(busy(&session.id));
         };
+        let forms = self.forms.load(Ordering::Relaxed);
         tokio::spawn(async move {
-            let result = run_prompt(&session, work, &cancel, client).await;
+            let result = run_prompt(&session, work, &cancel, client, forms).await;
             // Over before it is answered: the client may prompt again at once.
             session.end_prompt();
             let _ = responder.respond_with_result(result);

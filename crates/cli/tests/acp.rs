@@ -18,6 +18,8 @@ mod codex_acp;
 mod commands;
 #[path = "acp/errors.rs"]
 mod errors;
+#[path = "acp/forms.rs"]
+mod forms;
 #[path = "acp/permissions.rs"]
 mod permissions;
 #[path = "acp/prompts.rs"]
