@@ -355,9 +355,9 @@ impl MrtrCall {
                 .announced
                 .insert(asked.question.call_id().to_string());
         }
-        for legacy in codex_events(event) {
+        for (part, legacy) in codex_events(event).into_iter().enumerate() {
             progress.on_event(&legacy.msg).await;
-            call.forward(&event.thread_id, legacy).await;
+            call.forward(event, part, legacy).await;
         }
         detached.ended |= event.turn_id.is_some() && TurnOutcome::from_end(&event.msg).is_some();
     }
