@@ -1,5 +1,6 @@
 //! The SSE streams of `deputy mcp-server --listen` when clients misbehave: a stream cut
-//! mid-turn and resumed with `Last-Event-ID` (replayed from the thread's event log).
+//! mid-turn and resumed with `Last-Event-ID` (replayed from the thread's event log); a
+//! client that stops reading, then vanishes, while another is served.
 
 #![allow(
     clippy::unwrap_used,
@@ -7,11 +8,14 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deputy_test_support::{
-    ListeningServer, MockModelServer, MockResponse, TestHome, responses, run_with_deadline,
+    ListeningServer, MockModelServer, MockResponse, RecordedRequest, TestHome, responses,
+    run_with_deadline,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -173,4 +177,207 @@ fn a_stream_cut_mid_turn_resumes_from_the_thread_log_with_every_later_event_once
         "{order:?}"
     );
     assert_eq!(model.requests().len(), 2);
+}
+
+/// Writes one HTTP/1.1 request to `server` and returns the connection, unread.
+fn send(
+    server: &ListeningServer,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> TcpStream {
+    let mut stream = TcpStream::connect(server.authority()).unwrap();
+    stream.set_read_timeout(Some(SCRIPT_DEADLINE)).unwrap();
+    let mut head = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        server.authority(),
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    stream
+}
+
+/// Reads `stream` to its end (the server closes it after its last message).
+fn read_all(mut stream: TcpStream) -> String {
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// A JSON-RPC message as bytes.
+fn message(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap()
+}
+
+/// A new 2025-11-25 session (initialized); returns its headers.
+fn session(server: &ListeningServer) -> Vec<(&'static str, String)> {
+    let initialize = message(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}
+    }));
+    let response = read_all(send(server, "POST", &[], &initialize));
+    let id = response
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id in {response}"));
+    let headers = vec![
+        ("Mcp-Session-Id", id),
+        ("MCP-Protocol-Version", "2025-11-25".to_string()),
+    ];
+    let initialized = message(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let response = read_all(send(server, "POST", &borrowed(&headers), &initialized));
+    assert!(response.starts_with("HTTP/1.1 202"), "{response}");
+    headers
+}
+
+fn borrowed<'a>(headers: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    headers
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect()
+}
+
+/// A `tools/call` of `tool` with `arguments`, as request `id`.
+fn call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+    message(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}
+    }))
+}
+
+/// Reads from `stream` until `text` has come; returns what was read.
+fn read_until(stream: &mut TcpStream, text: &str) -> String {
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 16 * 1024];
+    while !String::from_utf8_lossy(&seen).contains(text) {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(
+            read > 0,
+            "the stream ended before {text}: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// How many bytes wait unread on `stream`.
+fn unread(stream: &mut TcpStream) -> usize {
+    stream.set_nonblocking(true).unwrap();
+    let mut buffer = vec![0_u8; 1 << 20];
+    let mut total = 0;
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return total,
+            Ok(read) => total += read,
+            Err(err) if err.kind() == ErrorKind::WouldBlock => return total,
+            Err(err) => panic!("reading the stalled stream: {err}"),
+        }
+    }
+}
+
+/// The model's answer to the requests of this test: the `flood` prompt runs a command
+/// printing 20 MB, then says it is done; a turn after that one remembers it; anything
+/// else is answered at once.
+fn flood_model(request: &RecordedRequest) -> MockResponse {
+    let body = &request.raw_body;
+    if body.contains("Flooded and done.") {
+        MockResponse::text_turn("I remember the flood.")
+    } else if body.contains("function_call_output") {
+        MockResponse::text_turn("Flooded and done.")
+    } else if body.contains("please flood") {
+        MockResponse::function_call_turn(
+            "call-flood",
+            "shell_command",
+            json!({"command": "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 20000000; sleep 1"}),
+        )
+    } else {
+        MockResponse::text_turn("Quiet and done.")
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_then_vanishes_blocks_no_other_client_and_no_turn() {
+    let model = MockModelServer::start();
+    model.respond_with(flood_model);
+    let home = TestHome::new(&model.base_url());
+    let server = listen(&home);
+
+    // The stalled client: its session's standalone stream (where its `codex/event`s go)
+    // is read only until the thread is announced, then no more; its call's own stream
+    // is never read.
+    let stalled = session(&server);
+    let mut events = send(&server, "GET", &borrowed(&stalled), b"");
+    let flood = call(
+        2,
+        "codex",
+        json!({"prompt": "please flood", "approval-policy": "never"}),
+    );
+    let stalled_call = send(&server, "POST", &borrowed(&stalled), &flood);
+    let announced = read_until(&mut events, "\"threadId\":\"");
+    let thread_id = announced
+        .split("\"threadId\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+
+    // Another client is served in full meanwhile.
+    let other = session(&server);
+    let quiet = call(
+        2,
+        "codex",
+        json!({"prompt": "be quiet", "approval-policy": "never"}),
+    );
+    let answer = read_all(send(&server, "POST", &borrowed(&other), &quiet));
+    assert!(answer.contains("Quiet and done."), "{answer}");
+
+    // The stalled client's turn ran to its end (the model was asked again after the
+    // command) although nothing of it was read.
+    model
+        .wait_for_requests(3, SCRIPT_DEADLINE)
+        .unwrap_or_else(|err| panic!("{err}\n{}", server.stderr()));
+    // The server did have much more to say than the connection could take.
+    let waiting = unread(&mut events);
+    assert!(waiting > 1 << 20, "only {waiting} bytes waited unread");
+
+    // The stalled client vanishes; its turn is on the thread's log: a later
+    // `codex-reply` from the other client continues the conversation after it (once
+    // the turn has ended: until then the thread is busy).
+    drop(events);
+    drop(stalled_call);
+    let reply = call(
+        3,
+        "codex-reply",
+        json!({"threadId": thread_id, "prompt": "what happened?"}),
+    );
+    let deadline = Instant::now() + SCRIPT_DEADLINE;
+    let answer = loop {
+        let answer = read_all(send(&server, "POST", &borrowed(&other), &reply));
+        if !answer.contains("busy") || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        answer.contains("I remember the flood."),
+        "{answer}\n{}",
+        server.stderr()
+    );
+    let last = model.requests().last().cloned().unwrap();
+    assert!(
+        last.raw_body.contains("Flooded and done."),
+        "{}",
+        last.raw_body
+    );
 }
