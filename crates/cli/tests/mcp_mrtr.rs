@@ -259,3 +259,162 @@ fn the_typescript_client_2_declines_through_round_trips_over_http() {
     );
     assert_eq!(model.requests().len(), 2);
 }
+
+fn a_conversation_stream_asks_through_round_trips(over: Over) {
+    let (model, home) =
+        TestHome::asked_to_run("call-stream", "touch streamed.txt", "Streamed and done.");
+    let seen = run_client(&home, over, "conversation");
+
+    assert!(home.workspace().join("streamed.txt").exists(), "{seen}");
+    let requests = seen["inputRequests"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        json!({
+            "protocolVersion": seen["protocolVersion"],
+            "firstResult": seen["firstResult"],
+            "inputRequests": requests.len(),
+            "method": requests.values().next().map(|r| r["method"].clone()),
+            "finalResult": seen["finalResult"],
+            "structured": seen["structured"],
+        }),
+        json!({
+            "protocolVersion": "2026-07-28",
+            "firstResult": "InputRequiredResult",
+            "inputRequests": 1,
+            "method": "elicitation/create",
+            "finalResult": "CallToolResult",
+            "structured": {},
+        }),
+        "{seen}"
+    );
+    let message = requests
+        .values()
+        .next()
+        .and_then(|r| r["message"].as_str())
+        .unwrap_or_default();
+    assert!(message.contains("touch streamed.txt"), "{message}");
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
+fn the_python_sdk_over_http_streams_a_conversation_with_its_approval_as_round_trips() {
+    a_conversation_stream_asks_through_round_trips(Over::Http);
+}
+
+#[test]
+fn the_python_sdk_over_stdio_streams_a_conversation_with_its_approval_as_round_trips() {
+    a_conversation_stream_asks_through_round_trips(Over::Stdio);
+}
+
+/// The notification methods of one call of the raw client's output.
+fn methods(step: &Value) -> Vec<String> {
+    step["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The raw 2026-07-28 client (`tests/typescript/mcp_2026_conversation.mjs`), which sees
+/// every notification, streams a conversation over `over`.
+fn conversation_events_come_with_the_stream_calls(over: Over) {
+    let (model, home) = TestHome::asked_to_run("call-raw", "touch raw.txt", "Raw and done.");
+    let server = match over {
+        Over::Http => {
+            let mut command = home.command(DEPUTY);
+            command.args(["mcp-server", "--listen", "127.0.0.1:0"]);
+            Some(ListeningServer::start(command).unwrap_or_else(|err| panic!("{err}")))
+        }
+        Over::Stdio => None,
+    };
+    let target = server.as_ref().map_or(DEPUTY, ListeningServer::url);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_2026_conversation.mjs");
+    let mut command = home.command("node");
+    command.arg(&script).arg(target);
+    let output = run_with_deadline(command, SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+
+    assert!(home.workspace().join("raw.txt").exists(), "{seen}");
+    // The first call: the snapshot, the turn up to its question (in the snapshot or
+    // live, as the turn was quick or not to get there), and the question as its result.
+    // Nothing is asked as a server-to-client request.
+    let first = methods(&seen["first"]);
+    assert_eq!(
+        first.first().map(String::as_str),
+        Some("notifications/initial_state"),
+        "{seen}"
+    );
+    let snapshot = seen["first"]["snapshot"].as_array().unwrap();
+    let announced = snapshot
+        .iter()
+        .filter(|t| *t == "exec_approval_request")
+        .count()
+        + first
+            .iter()
+            .filter(|m| *m == "exec_approval_request")
+            .count();
+    assert_eq!(announced, 1, "{seen}");
+    assert!(!first.iter().any(|m| m == "exec_command_end"), "{seen}");
+    let requests = seen["first"]["result"]["inputRequests"]
+        .as_object()
+        .unwrap();
+    assert_eq!(requests.len(), 1, "{seen}");
+    let question = requests.values().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{seen}");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("touch raw.txt"),
+        "{seen}"
+    );
+    // The retry: the rest of the turn, each event once, then `{}`.
+    let second = methods(&seen["second"]);
+    for kind in [
+        "exec_command_begin",
+        "exec_command_end",
+        "agent_message",
+        "task_complete",
+    ] {
+        assert_eq!(
+            second.iter().filter(|m| *m == kind).count(),
+            1,
+            "{kind}: {seen}"
+        );
+    }
+    assert_eq!(
+        second.last().map(String::as_str),
+        Some("task_complete"),
+        "{seen}"
+    );
+    assert!(
+        !first
+            .iter()
+            .chain(&second)
+            .any(|m| m == "elicitation/create" || m.starts_with("response:")),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["second"]["result"]["structuredContent"],
+        json!({}),
+        "{seen}"
+    );
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
+fn a_raw_2026_client_over_http_gets_a_conversation_s_events_with_its_stream_calls() {
+    conversation_events_come_with_the_stream_calls(Over::Http);
+}
+
+#[test]
+fn a_raw_2026_client_over_stdio_gets_a_conversation_s_events_with_its_stream_calls() {
+    conversation_events_come_with_the_stream_calls(Over::Stdio);
+}

@@ -25,6 +25,7 @@ use crate::tool_catalogue::{
 };
 use crate::turn_runner::{CallContext, run_turn, tool_result};
 use conversations::Conversations;
+pub(crate) use conversations::Opened;
 
 /// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools and the
 /// conversation tools.
@@ -302,7 +303,7 @@ impl ServerHandler for DeputyServer {
             CONVERSATION_SEND_MESSAGE_TOOL => {
                 self.conversations.send_message(&call, args).await.into()
             }
-            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await.into(),
+            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,
             CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await.into(),
             other if self.unknown_tool_is_protocol_error => {
                 return Err(McpError::invalid_params(
