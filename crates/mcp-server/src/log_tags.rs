@@ -26,14 +26,18 @@ pub(crate) struct LogTag {
     pub(crate) kind: String,
 }
 
+/// The tags of one call's notifications sent but not yet stored, and when one was last
+/// left.
+type Queue = (Instant, VecDeque<LogTag>);
+
 /// The tags of notifications sent but not yet stored, per (thread, request id).
 #[derive(Debug, Default)]
 pub(crate) struct LogTags {
-    queues: Mutex<HashMap<(String, String), (Instant, VecDeque<LogTag>)>>,
+    queues: Mutex<HashMap<(String, String), Queue>>,
 }
 
 impl LogTags {
-    fn queues(&self) -> MutexGuard<'_, HashMap<(String, String), (Instant, VecDeque<LogTag>)>> {
+    fn queues(&self) -> MutexGuard<'_, HashMap<(String, String), Queue>> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
