@@ -41,8 +41,8 @@ enum ResumeError {
     Malformed(String),
     #[error("the stream of event `{0}` is unknown or has expired")]
     UnknownStream(String),
-    #[error("event `{0}` is older than what its stream still holds")]
-    TooOld(String),
+    #[error("event `{0}` is not one its stream still holds")]
+    NotHeld(String),
 }
 
 /// One message of a stream.
@@ -232,7 +232,7 @@ impl EventStore for LogEvents {
         {
             let state = stream.state();
             if next < state.base || next > state.base + state.entries.len() {
-                return Err(ResumeError::TooOld(last_event_id.to_string()).into());
+                return Err(ResumeError::NotHeld(last_event_id.to_string()).into());
             }
         }
         let (tx, rx) = mpsc::channel(REPLAY_BUFFER);
@@ -350,5 +350,80 @@ impl LogCursor {
             let event = self.subscription.as_mut()?.next().await?;
             self.current = Some((event.seq, codex_events(&event)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use deputy_core::rollout::SessionSource;
+    use futures::StreamExt;
+    use rmcp::model::{JsonRpcMessage, ServerJsonRpcMessage, ServerNotification};
+
+    use super::*;
+
+    fn store() -> LogEvents {
+        let manager = Arc::new(ThreadManager::new(None, SessionSource::Mcp));
+        LogEvents::new(
+            manager,
+            Arc::new(LogTags::default()),
+            Duration::from_secs(60),
+        )
+    }
+
+    fn ping(n: u32) -> ServerSseMessage {
+        let notification = ServerNotification::CustomNotification(
+            rmcp::model::CustomNotification::new("test/ping", Some(serde_json::json!({"n": n}))),
+        );
+        let message: ServerJsonRpcMessage = JsonRpcMessage::notification(notification);
+        ServerSseMessage::from_message(message)
+    }
+
+    #[tokio::test]
+    async fn hostile_event_ids_are_refused_without_a_panic() {
+        let store = store();
+        store.store_event("stream-a", &ping(0)).await.unwrap();
+        for id in [
+            "",
+            "garbage",
+            "stream-a/",
+            "stream-a/x/0",
+            "stream-a/99999999999999999999999/0",
+            "stream-a/5/0",
+            "stream-b/0/0",
+            "/0/0",
+            "stream-a/18446744073709551615/0",
+        ] {
+            assert!(
+                store.replay_events_after(id).await.is_err(),
+                "{id:?} was accepted"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_resumed_stream_gets_what_came_after_its_id_then_follows_live() {
+        let store = store();
+        let first = store.store_event("stream-a", &ping(0)).await.unwrap();
+        let second = store.store_event("stream-a", &ping(1)).await.unwrap();
+        // Another stream's messages are not this one's.
+        store.store_event("stream-b", &ping(9)).await.unwrap();
+        let mut resumed = store.replay_events_after(&first).await.unwrap();
+        let next = resumed.next().await.unwrap();
+        assert_eq!(next.event_id.as_deref(), Some(second.as_str()));
+        let third = store.store_event("stream-a", &ping(2)).await.unwrap();
+        let live = tokio::time::timeout(Duration::from_secs(10), resumed.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(live.event_id.as_deref(), Some(third.as_str()));
+        let Some(JsonRpcMessage::Notification(notification)) = live.message.as_deref() else {
+            panic!("not a notification: {live:?}");
+        };
+        let ServerNotification::CustomNotification(custom) = &notification.notification else {
+            panic!("not the ping: {live:?}");
+        };
+        assert_eq!(custom.params, Some(serde_json::json!({"n": 2})));
     }
 }
