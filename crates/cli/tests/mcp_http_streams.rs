@@ -179,6 +179,29 @@ fn a_stream_cut_mid_turn_resumes_from_the_thread_log_with_every_later_event_once
     assert_eq!(model.requests().len(), 2);
 }
 
+#[test]
+fn a_resumed_stream_replays_a_conversation_snapshot_rebuilt_from_the_log_as_it_was_sent() {
+    let model = MockModelServer::start();
+    model.push(MockResponse::text_turn("Hello there."));
+    let home = TestHome::new(&model.base_url());
+    let server = listen(&home);
+
+    let seen = streams_client(&home, &server, "snapshot");
+
+    let before = seen["before"].as_array().unwrap();
+    let after = seen["after"].as_array().unwrap();
+    let snapshots = |list: &[Value]| {
+        list.iter()
+            .filter(|event| event["message"]["method"] == "notifications/initial_state")
+            .count()
+    };
+    assert_eq!(snapshots(before), 2, "{seen}");
+    assert_eq!(snapshots(after), 1, "{seen}");
+    // The same messages under the same ids, the snapshot included (it is rebuilt from
+    // the thread's log, not kept).
+    assert_eq!(after, &before[1..], "{seen}");
+}
+
 /// Writes one HTTP/1.1 request to `server` and returns the connection, unread.
 fn send(
     server: &ListeningServer,

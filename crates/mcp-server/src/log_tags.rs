@@ -1,9 +1,10 @@
-//! Where each `codex/event` came from in its thread's event log, told by the call that
-//! sends it to the resumable HTTP streams that store it ([`crate::http`]'s event store):
-//! the notification on the wire carries no seq (Codex's shape), so the sender leaves
-//! one [`LogTag`] per notification here and the store takes it when the notification
-//! reaches it. Per call, notifications reach the store in the order they were sent, so
-//! a queue per (thread, request id) pairs them up.
+//! Where each `codex/event` (and each conversation snapshot, `initial_state`) came from
+//! in its thread's event log, told by the call that sends it to the resumable HTTP
+//! streams that store it ([`crate::http`]'s event store): the notification on the wire
+//! carries no seq (Codex's shape), so the sender leaves one [`LogTag`] per notification
+//! here and the store takes it when the notification reaches it. Per call, notifications
+//! reach the store in the order they were sent, so a queue per (thread, request id)
+//! pairs them up; snapshots queue per thread under [`SNAPSHOT`].
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -14,7 +15,10 @@ const STALE_AFTER: Duration = Duration::from_secs(120);
 /// Below this many queues none is swept (keeps the common case free of scans).
 const SWEEP_ABOVE: usize = 64;
 
-/// One `codex/event`'s place in its thread's log.
+/// What stands for the request id of a snapshot's tag, and its kind.
+pub(crate) const SNAPSHOT: &str = "initial_state";
+
+/// One `codex/event`'s place in its thread's log (for a snapshot: the last event in it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LogTag {
     /// The seq of the log event it was made from.

@@ -78,6 +78,18 @@ pub(crate) fn codex_event_origin(
     Some((thread, request, kind))
 }
 
+/// The conversation of a `notifications/initial_state` notification.
+pub(crate) fn initial_state_conversation(notification: &ServerNotification) -> Option<String> {
+    let ServerNotification::CustomNotification(custom) = notification else {
+        return None;
+    };
+    if custom.method != InitialState::METHOD {
+        return None;
+    }
+    let meta = &custom.params.as_ref()?["_meta"];
+    meta["conversationId"].as_str().map(str::to_string)
+}
+
 /// Builds the request for a custom method.
 pub(crate) fn request<M: CustomMethod>(params: &M::Params) -> ServerRequest {
     ServerRequest::CustomRequest(CustomRequest::new(

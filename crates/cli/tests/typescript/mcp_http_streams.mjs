@@ -8,6 +8,9 @@
 //            the server must replay everything after it, including what the cut stream
 //            already carried — and the call's stream from its last event. The server
 //            must then follow the turn to its end and the call to its result.
+//   snapshot: a conversation streamed (`conversationStream`) on the session's standalone
+//            stream up to its turn's end, streamed again (a second snapshot), cut, and
+//            resumed from the stream's first event: prints both lists of messages in full.
 //
 // Usage: node mcp_http_streams.mjs <http://…/mcp> <scenario>
 // Prints one JSON object on stdout; exits non-zero on any failure.
@@ -237,7 +240,53 @@ async function resume(url) {
   };
 }
 
-const scenarios = { resume };
+/** A conversation's events on a standalone stream, cut and replayed from its start. */
+async function snapshot(url) {
+  const session = new Session(url);
+  await session.open();
+  const cut = new AbortController();
+  const standalone = await session.standalone(cut.signal);
+  const next = merge({ get: sseEvents(standalone.body) });
+  const created = await session.post({
+    jsonrpc: "2.0",
+    id: 2,
+    method: "tools/call",
+    params: { name: "conversationCreate", arguments: { prompt: "say hello" } },
+  });
+  const body = await created.text();
+  const conversation = body.match(/"conversation_id":"([^"]+)"/)?.[1];
+  if (!conversation) throw new Error(`no conversation id in ${body}`);
+  const stream = async (id) => {
+    const response = await session.post({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "conversationStream", arguments: { conversation_id: conversation } },
+    });
+    await response.text();
+  };
+  // Everything up to the turn's end, in the snapshot or live; then a second stream,
+  // whose snapshot holds the whole turn.
+  const isSnapshot = (event) => event.kind === "notifications/initial_state";
+  const ended = (event) =>
+    event.kind === "task_complete" ||
+    event.message?.params?.initial_state?.events?.some((e) => e.msg.type === "task_complete");
+  await stream(3);
+  const before = await readUntil(next, (seen) => seen.some(ended), "the turn's end");
+  await stream(4);
+  before.push(...(await readUntil(next, (seen) => seen.some(isSnapshot), "the second snapshot")));
+  cut.abort();
+  const resumed = await session.resume(before[0].id);
+  const after = await readUntil(
+    merge({ get: sseEvents(resumed.body) }),
+    (seen) => seen.length === before.length - 1,
+    "the replay",
+  );
+  const full = ({ id, message }) => ({ id, message });
+  return { before: before.map(full), after: after.map(full) };
+}
+
+const scenarios = { resume, snapshot };
 const [url, scenario] = process.argv.slice(2);
 const run = scenarios[scenario];
 if (!run) {

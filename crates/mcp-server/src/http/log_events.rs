@@ -4,9 +4,10 @@
 //!
 //! Each stream is an index of what it carried, in order: a `codex/event` is recorded as
 //! the place of its log event (seq, and which of the Codex events made from it), told by
-//! the call that sent it ([`LogTags`]); anything else (the priming event, progress,
-//! elicitations, the call's result) is kept as sent — rmcp already holds it behind an
-//! `Arc`. An event id is `<stream>/<position>/<seq>`: the stream (an unguessable id rmcp
+//! the call that sent it ([`LogTags`]), a conversation's `initial_state` as the seq it
+//! runs through; anything else (the priming event, progress, elicitations, live
+//! conversation events, the call's result) is kept as sent — rmcp already holds it
+//! behind an `Arc`. An event id is `<stream>/<position>/<seq>`: the stream (an unguessable id rmcp
 //! made), the message's position in it, and the thread seq it stands at. A resumed
 //! stream replays the index after that position, rebuilding each `codex/event` from the
 //! log (its window, or the rollout for older events), then follows the index live until
@@ -24,8 +25,10 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
-use crate::log_tags::LogTags;
+use crate::log_tags::{LogTags, SNAPSHOT};
+use crate::server::read_snapshot;
 use crate::wire::{self, CodexEvent, CodexEventParams, EventMeta};
 
 /// Most messages a stream's index holds; the oldest go first (a stream that long-lived
@@ -55,6 +58,8 @@ enum Entry {
         seq: u64,
         part: usize,
     },
+    /// A conversation's `initial_state`: its thread (the stream's `origin`) through `seq`.
+    Snapshot { origin: usize, seq: u64 },
     /// Anything else, as sent (its id set).
     Kept(ServerSseMessage),
 }
@@ -73,6 +78,19 @@ struct StreamState {
     /// When the call's result was stored: nothing follows it.
     ended: Option<Instant>,
     touched: Instant,
+}
+
+impl StreamState {
+    /// The index of `origin` among the stream's origins, added if new.
+    fn origin(&mut self, origin: (String, Value)) -> usize {
+        match self.origins.iter().position(|known| *known == origin) {
+            Some(index) => index,
+            None => {
+                self.origins.push(origin);
+                self.origins.len() - 1
+            }
+        }
+    }
 }
 
 /// One stream's index, and a signal that it grew.
@@ -145,23 +163,24 @@ impl LogEvents {
     }
 
     /// What `event` is in `state`'s stream: a place in the log when it is a tagged
-    /// `codex/event`.
+    /// `codex/event` or conversation snapshot.
     fn entry_for(&self, state: &mut StreamState, event: &ServerSseMessage) -> Option<Entry> {
         let Some(JsonRpcMessage::Notification(notification)) = event.message.as_deref() else {
             return None;
         };
-        let (thread, request, kind) = wire::codex_event_origin(&notification.notification)?;
+        let notification = &notification.notification;
+        if let Some(thread) = wire::initial_state_conversation(notification) {
+            let tag = self.tags.take(&thread, SNAPSHOT, SNAPSHOT)?;
+            let origin = state.origin((thread, Value::Null));
+            return Some(Entry::Snapshot {
+                origin,
+                seq: tag.seq,
+            });
+        }
+        let (thread, request, kind) = wire::codex_event_origin(notification)?;
         let tag = self.tags.take(&thread, &request.to_string(), &kind)?;
-        let origin = (thread, request);
-        let origin = match state.origins.iter().position(|known| *known == origin) {
-            Some(index) => index,
-            None => {
-                state.origins.push(origin);
-                state.origins.len() - 1
-            }
-        };
         Some(Entry::Log {
-            origin,
+            origin: state.origin((thread, request)),
             seq: tag.seq,
             part: tag.part,
         })
@@ -179,10 +198,9 @@ impl EventStore for LogEvents {
         let mut state = stream.state();
         let position = state.base + state.entries.len();
         let (entry, id) = match self.entry_for(&mut state, event) {
-            Some(Entry::Log { origin, seq, part }) => {
+            Some(entry @ (Entry::Log { seq, .. } | Entry::Snapshot { seq, .. })) => {
                 state.last_seq = seq;
-                let id = stream.event_id(position, seq);
-                (Entry::Log { origin, seq, part }, id)
+                (entry, stream.event_id(position, seq))
             }
             _ => {
                 let id = stream.event_id(position, state.last_seq);
@@ -283,6 +301,14 @@ async fn follow(
                         codex_event(stream.event_id(position, seq), thread_id, request_id, event)
                     })
                 }
+                Entry::Snapshot { origin, seq } => {
+                    let Some((thread_id, _)) = origins.get(origin) else {
+                        continue;
+                    };
+                    snapshot(&manager, thread_id, seq).await.map(|message| {
+                        ServerSseMessage::new(stream.event_id(position, seq), message)
+                    })
+                }
             };
             if let Some(message) = message
                 && tx.send(message).await.is_err()
@@ -298,6 +324,19 @@ async fn follow(
             () = tx.closed() => return,
         }
     }
+}
+
+/// The `initial_state` of `thread_id` through `seq`, as the stream sent it; `None` when
+/// the thread is no longer loaded.
+async fn snapshot(
+    manager: &ThreadManager,
+    thread_id: &str,
+    seq: u64,
+) -> Option<ServerJsonRpcMessage> {
+    let thread = manager.get(thread_id)?;
+    let mut events = thread.subscribe(0);
+    let opened = read_snapshot(&thread, &mut events, seq, &CancellationToken::new()).await?;
+    Some(JsonRpcMessage::notification(opened.initial_state))
 }
 
 /// The `codex/event` message for `event`, as the call sent it.

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::approver::{Asked, MrtrApprover, answer_from_reply};
 use super::state::State;
 use super::{LINGER, MrtrCall, Unobserved, uuid_like};
-use crate::server::Opened;
+use crate::server::{Opened, tag_snapshot};
 use crate::turn_runner::{CallContext, unless_client_gone};
 use crate::wire;
 
@@ -124,7 +124,9 @@ impl MrtrCall {
         tokio::spawn(async move {
             follow_thread(&routed, follow, approver, &mut Unobserved, &router_stop).await;
         });
+        let tagged = tag_snapshot(call.log_tags.as_deref(), thread, snapshot_end);
         if !send(call, opened.initial_state).await {
+            tagged.withdraw();
             stop.cancel();
             return Err(McpError::invalid_request("the request was cancelled", None));
         }

@@ -29,6 +29,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::snapshot::Snapshot;
+use crate::log_tags::{LogTag, LogTags, SNAPSHOT};
 use crate::tool_catalogue::{
     CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL, CONVERSATION_STREAM_TOOL,
     CONVERSATIONS_LIST_TOOL, ContentItemParam, ConversationCreateParam, ConversationCreateResult,
@@ -234,6 +235,7 @@ impl Conversations {
             snapshot_end,
             stop,
             client_gone: self.client_gone.clone(),
+            log_tags: call.log_tags.clone(),
         };
         tokio::spawn(stream.run(call.cancelled.clone()));
         success(&ConversationStreamResult {}).into()
@@ -377,6 +379,7 @@ struct Stream {
     /// Cancelled when the request is cancelled (pause) or the client has gone.
     stop: CancellationToken,
     client_gone: CancellationToken,
+    log_tags: Option<Arc<LogTags>>,
 }
 
 impl Stream {
@@ -407,7 +410,9 @@ impl Stream {
             stop: self.stop.clone(),
             client_gone: self.client_gone,
         };
+        let tagged = tag_snapshot(self.log_tags.as_deref(), &self.thread, self.snapshot_end);
         if !live.send(opened.initial_state).await {
+            tagged.withdraw();
             return;
         }
         // Questions raised while nobody streamed are asked now; their timeout starts here.
@@ -417,6 +422,36 @@ impl Stream {
         };
         follow_thread(&self.thread, follow, self.approver, &mut live, &self.stop).await;
     }
+}
+
+/// A snapshot's tag left for the event store, to take back if it was not sent.
+pub(crate) struct SnapshotTag<'a>(Option<(&'a LogTags, &'a str)>);
+
+impl SnapshotTag<'_> {
+    /// The snapshot was not sent.
+    pub(crate) fn withdraw(self) {
+        if let Some((tags, thread)) = self.0 {
+            tags.withdraw(thread, SNAPSHOT);
+        }
+    }
+}
+
+/// Tells `tags` (if the snapshot goes to a resumable stream) that the `initial_state`
+/// about to be sent for `thread` holds its events through `snapshot_end`.
+pub(crate) fn tag_snapshot<'a>(
+    tags: Option<&'a LogTags>,
+    thread: &'a Thread,
+    snapshot_end: u64,
+) -> SnapshotTag<'a> {
+    SnapshotTag(tags.map(|tags| {
+        let tag = LogTag {
+            seq: snapshot_end,
+            part: 0,
+            kind: SNAPSHOT.to_string(),
+        };
+        tags.put(thread.id(), SNAPSHOT, tag);
+        (tags, thread.id())
+    }))
 }
 
 /// What a stream starts with.
