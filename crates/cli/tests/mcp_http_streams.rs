@@ -180,6 +180,48 @@ fn a_stream_cut_mid_turn_resumes_from_the_thread_log_with_every_later_event_once
 }
 
 #[test]
+fn a_stateless_2026_call_cut_mid_turn_resumes_with_every_later_event_once_and_its_result() {
+    const WORDS: usize = 60;
+    let model = MockModelServer::start();
+    // Slow enough that the cut lands mid-turn.
+    model.push(chatty_turn(WORDS, "Talked.", None).delay_between(Duration::from_millis(20)));
+    let home = TestHome::new(&model.base_url());
+    let server = listen(&home);
+
+    let seen = streams_client(&home, &server, "resume2026");
+
+    assert_eq!(
+        (seen["text"].clone(), seen["isError"].clone()),
+        (json!(["Talked."]), json!(false)),
+        "{seen}"
+    );
+    let before = seen["before"].as_array().unwrap();
+    let after = seen["after"].as_array().unwrap();
+    let from = before
+        .iter()
+        .position(|event| event["id"] == seen["resumedFrom"]["post"])
+        .unwrap();
+    let replayed = before.len() - from - 1;
+    assert_eq!(&after[..replayed], &before[from + 1..], "{seen}");
+    let whole = Value::Array(before[..=from].iter().chain(after).cloned().collect());
+    let kinds = kinds(&whole);
+    assert_eq!(
+        count(&kinds, "codex/event:agent_message_delta"),
+        WORDS,
+        "{kinds:?}"
+    );
+    for kind in [
+        "codex/event:task_started",
+        "codex/event:agent_message",
+        "codex/event:task_complete",
+        "result",
+    ] {
+        assert_eq!(count(&kinds, kind), 1, "{kind} in {kinds:?}");
+    }
+    assert_eq!(kinds.last().map(String::as_str), Some("result"));
+}
+
+#[test]
 fn a_resumed_stream_replays_a_conversation_snapshot_rebuilt_from_the_log_as_it_was_sent() {
     let model = MockModelServer::start();
     model.push(MockResponse::text_turn("Hello there."));

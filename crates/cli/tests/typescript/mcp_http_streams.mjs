@@ -8,6 +8,9 @@
 //            the server must replay everything after it, including what the cut stream
 //            already carried — and the call's stream from its last event. The server
 //            must then follow the turn to its end and the call to its result.
+//   resume2026: a stateless 2026-07-28 `codex` call whose response stream is cut
+//            mid-turn and resumed (`GET` with `Last-Event-ID`, no session) from its first
+//            `codex/event`.
 //   snapshot: a conversation streamed (`conversationStream`) on the session's standalone
 //            stream up to its turn's end, streamed again (a second snapshot), cut, and
 //            resumed from the stream's first event: prints both lists of messages in full.
@@ -286,7 +289,65 @@ async function snapshot(url) {
   return { before: before.map(full), after: after.map(full) };
 }
 
-const scenarios = { resume, snapshot };
+/** A 2026-07-28 (stateless) `codex` call's stream, cut mid-turn and resumed. */
+async function resume2026(url) {
+  const protocol = "2026-07-28";
+  const cut = new AbortController();
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      "MCP-Protocol-Version": protocol,
+      "Mcp-Method": "tools/call",
+      "Mcp-Name": "codex",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: {
+        name: "codex",
+        arguments: { prompt: "talk", "approval-policy": "never" },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": protocol,
+          "io.modelcontextprotocol/clientCapabilities": {},
+          "io.modelcontextprotocol/clientInfo": { name: "raw-2026", version: "0" },
+        },
+      },
+    }),
+    signal: cut.signal,
+  });
+  if (response.status !== 200) throw new Error(`tools/call: HTTP ${response.status}`);
+  const deltas = (seen) => seen.filter((e) => e.kind === "codex/event:agent_message_delta").length;
+  const before = await readUntil(
+    merge({ post: sseEvents(response.body) }),
+    (seen) => deltas(seen) >= 5,
+    "five deltas",
+  );
+  cut.abort();
+  const from = before.find((event) => event.kind.startsWith("codex/"));
+  const resumed = await fetch(url, {
+    method: "GET",
+    headers: { Accept: "text/event-stream", "MCP-Protocol-Version": protocol, "Last-Event-ID": from.id },
+  });
+  if (resumed.status !== 200) throw new Error(`resume: HTTP ${resumed.status}`);
+  const after = await readUntil(
+    merge({ post: sseEvents(resumed.body) }),
+    (seen) => seen.some((event) => event.message?.id === 7 && !event.message.method),
+    "the call's result",
+  );
+  const result = after.at(-1).message;
+  return {
+    before: before.map(brief),
+    after: after.map(brief),
+    resumedFrom: { post: from.id },
+    text: result.result?.content?.map((block) => block.text),
+    isError: result.result?.isError ?? false,
+  };
+}
+
+const scenarios = { resume, snapshot, resume2026 };
 const [url, scenario] = process.argv.slice(2);
 const run = scenarios[scenario];
 if (!run) {
