@@ -25,7 +25,7 @@ use crate::tool_catalogue::{
 };
 use crate::turn_runner::{CallContext, run_turn, tool_result};
 use conversations::Conversations;
-pub(crate) use conversations::{Opened, read_snapshot, tag_snapshot};
+pub(crate) use snapshot::{Opened, read_snapshot, tag_snapshot};
 
 /// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools and the
 /// conversation tools.

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use deputy_core::config::ConfigLayers;
-use deputy_core::driver::{Asked, Follow, TurnObserver, follow_thread};
+use deputy_core::driver::{Follow, TurnObserver, follow_thread};
 use deputy_core::rollout::{list_sessions_by_creation, one_line_preview};
 use deputy_core::{ResumeError, Subscription, Thread, ThreadError, ThreadManager};
 use deputy_protocol::{
@@ -28,8 +28,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::snapshot::Snapshot;
-use crate::log_tags::{LogTag, LogTags, SNAPSHOT};
+use super::snapshot::{read_snapshot, tag_snapshot};
+use crate::log_tags::LogTags;
 use crate::tool_catalogue::{
     CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL, CONVERSATION_STREAM_TOOL,
     CONVERSATIONS_LIST_TOOL, ContentItemParam, ConversationCreateParam, ConversationCreateResult,
@@ -38,10 +38,7 @@ use crate::tool_catalogue::{
     SendStatus,
 };
 use crate::turn_runner::{CallContext, ElicitationApprover, tool_result, unless_client_gone};
-use crate::wire::{
-    self, ConversationEventParams, ConversationMeta, InitialState, InitialStateParams,
-    InitialStatePayload,
-};
+use crate::wire;
 use deputy_core::rollout::parse_thread_id;
 
 /// Conversations listed when the client names no `limit`.
@@ -422,83 +419,6 @@ impl Stream {
         };
         follow_thread(&self.thread, follow, self.approver, &mut live, &self.stop).await;
     }
-}
-
-/// A snapshot's tag left for the event store, to take back if it was not sent.
-pub(crate) struct SnapshotTag<'a>(Option<(&'a LogTags, &'a str)>);
-
-impl SnapshotTag<'_> {
-    /// The snapshot was not sent.
-    pub(crate) fn withdraw(self) {
-        if let Some((tags, thread)) = self.0 {
-            tags.withdraw(thread, SNAPSHOT);
-        }
-    }
-}
-
-/// Tells `tags` (if the snapshot goes to a resumable stream) that the `initial_state`
-/// about to be sent for `thread` holds its events through `snapshot_end`.
-pub(crate) fn tag_snapshot<'a>(
-    tags: Option<&'a LogTags>,
-    thread: &'a Thread,
-    snapshot_end: u64,
-) -> SnapshotTag<'a> {
-    SnapshotTag(tags.map(|tags| {
-        let tag = LogTag {
-            seq: snapshot_end,
-            part: 0,
-            kind: SNAPSHOT.to_string(),
-        };
-        tags.put(thread.id(), SNAPSHOT, tag);
-        (tags, thread.id())
-    }))
-}
-
-/// What a stream starts with.
-pub(crate) struct Opened {
-    /// `notifications/initial_state`: the conversation so far.
-    pub(crate) initial_state: ServerNotification,
-    /// The questions in it still waiting for an answer.
-    pub(crate) open_questions: Vec<Asked>,
-}
-
-/// Reads `thread`'s events up to `snapshot_end` (the moment the stream was opened) from
-/// `events`; `None` if `stop` fires first.
-pub(crate) async fn read_snapshot(
-    thread: &Thread,
-    events: &mut Subscription,
-    snapshot_end: u64,
-    stop: &CancellationToken,
-) -> Option<Opened> {
-    let mut snapshot = Snapshot::default();
-    loop {
-        let next = tokio::select! {
-            biased;
-            () = stop.cancelled() => return None,
-            next = events.next_through(snapshot_end) => next,
-        };
-        match next {
-            Some(event) => snapshot.push(&event),
-            None => break,
-        }
-    }
-    let finished = snapshot.finish();
-    let params = InitialStateParams {
-        meta: ConversationMeta {
-            conversation_id: thread.id().to_string(),
-        },
-        initial_state: InitialStatePayload {
-            events: finished
-                .events
-                .into_iter()
-                .map(|msg| ConversationEventParams { msg })
-                .collect(),
-        },
-    };
-    Some(Opened {
-        initial_state: wire::notification::<InitialState>(&params),
-        open_questions: finished.pending_approvals,
-    })
 }
 
 /// A stream's live part: each event as its conversation notifications.
