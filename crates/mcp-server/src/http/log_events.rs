@@ -7,11 +7,12 @@
 //! the call that sent it ([`LogTags`]), a conversation's `initial_state` as the seq it
 //! runs through; anything else (the priming event, progress, elicitations, live
 //! conversation events, the call's result) is kept as sent — rmcp already holds it
-//! behind an `Arc`. An event id is `<stream>/<position>/<seq>`: the stream (an unguessable id rmcp
-//! made), the message's position in it, and the thread seq it stands at. A resumed
-//! stream replays the index after that position, rebuilding each `codex/event` from the
-//! log (its window, or the rollout for older events), then follows the index live until
-//! the call's result. A reader that stops reading holds up only itself.
+//! behind an `Arc`. An event id is `<stream>/<position>/<seq>`: the stream (an
+//! unguessable id rmcp made), the message's position in it, and the thread seq it stands
+//! at. A resumed stream replays the index after that position, rebuilding each
+//! `codex/event` and snapshot from the log (its window, or the rollout for older
+//! events), then follows the index live until the call's result. A reader that stops
+//! reading holds up only itself.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -73,10 +74,10 @@ struct StreamState {
     /// The calls (thread, request id) whose `codex/event`s it carried: one on a call's
     /// own stream, every call of the session on its standalone stream.
     origins: Vec<(String, Value)>,
-    /// The seq of its newest `codex/event`.
+    /// The seq of its newest entry from the log.
     last_seq: u64,
-    /// When the call's result was stored: nothing follows it.
-    ended: Option<Instant>,
+    /// Whether the call's result was stored: nothing follows it.
+    ended: bool,
     touched: Instant,
 }
 
@@ -153,7 +154,7 @@ impl LogEvents {
                 entries: VecDeque::new(),
                 origins: Vec::new(),
                 last_seq: 0,
-                ended: None,
+                ended: false,
                 touched: now,
             }),
             grew: watch::channel(0).0,
@@ -213,7 +214,7 @@ impl EventStore for LogEvents {
             event.message.as_deref(),
             Some(JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
         ) {
-            state.ended = Some(Instant::now());
+            state.ended = true;
         }
         state.touched = Instant::now();
         state.entries.push_back(entry);
@@ -285,7 +286,7 @@ async fn follow(
                 .skip(next - state.base)
                 .cloned()
                 .collect();
-            (batch, state.origins.clone(), state.ended.is_some())
+            (batch, state.origins.clone(), state.ended)
         };
         for entry in batch {
             let position = next;
