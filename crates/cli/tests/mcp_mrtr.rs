@@ -406,6 +406,19 @@ fn conversation_events_come_with_the_stream_calls(over: Over) {
         json!({}),
         "{seen}"
     );
+    // Idle, the conversation's stream is its snapshot, the whole turn in it, and `{}`.
+    assert_eq!(
+        methods(&seen["third"]),
+        ["notifications/initial_state"],
+        "{seen}"
+    );
+    let snapshot = seen["third"]["snapshot"].as_array().unwrap();
+    assert_eq!(snapshot.last(), Some(&json!("task_complete")), "{seen}");
+    assert_eq!(
+        seen["third"]["result"]["structuredContent"],
+        json!({}),
+        "{seen}"
+    );
     assert_eq!(model.requests().len(), 2);
 }
 

@@ -6,7 +6,8 @@
 // It creates a conversation whose first turn runs a command needing approval, then
 // streams it with `conversationStream`: the call's result asks the question
 // (`InputRequiredResult`), and the retry carrying `inputResponses` and the
-// `requestState` approves it and streams on to the turn's end.
+// `requestState` approves it and streams on to the turn's end. A third stream, of the
+// idle conversation, is its snapshot and `{}`.
 //
 // Usage: node mcp_2026_conversation.mjs <http://…/mcp | deputy binary>
 // Prints one JSON object on stdout: per call, the notifications that came with it
@@ -141,6 +142,8 @@ async function main(target) {
       inputResponses: approved,
       requestState: first.result.requestState,
     });
+    // The conversation is idle now: a new stream is its snapshot, then `{}`.
+    const third = await call(transport, "conversationStream", stream);
     const seen = (step) => ({
       methods: step.notifications.map((n) => n.method ?? `response:${n.id}`),
       snapshot: step.notifications
@@ -148,7 +151,7 @@ async function main(target) {
         .flatMap((n) => n.params.initial_state.events.map((event) => event.msg.type)),
       result: step.result,
     });
-    return { first: seen(first), second: seen(second) };
+    return { first: seen(first), second: seen(second), third: seen(third) };
   } finally {
     transport.close();
   }
