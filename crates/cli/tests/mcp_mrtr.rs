@@ -11,6 +11,7 @@
 )]
 
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use deputy_test_support::{
@@ -31,8 +32,9 @@ enum Over {
     Stdio,
 }
 
-/// Runs the Python client through `scenario` against deputy over `over`.
-fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
+/// Runs `client` (a command given deputy's address: its URL over HTTP, the binary over
+/// stdio) against deputy over `over` and parses the one JSON object it prints.
+fn run_over(home: &TestHome, over: Over, client: impl FnOnce(&str) -> Command) -> Value {
     let server = match over {
         Over::Http => {
             let mut command = home.command(DEPUTY);
@@ -42,15 +44,8 @@ fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
         Over::Stdio => None,
     };
     let target = server.as_ref().map_or(DEPUTY, ListeningServer::url);
-    let python = python_with_mcp().unwrap_or_else(|err| panic!("no Python MCP SDK: {err}"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_mrtr_client.py");
-    let mut command = home.command(&python);
-    command
-        .arg(&script)
-        .arg(target)
-        .arg(scenario)
-        .env("HOME", home.path());
-    let output = run_with_deadline(command, SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
+    let output =
+        run_with_deadline(client(target), SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -64,6 +59,21 @@ fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
     );
     serde_json::from_str(stdout.trim())
         .unwrap_or_else(|err| panic!("script output is not JSON ({err}): {stdout}\n{stderr}"))
+}
+
+/// Runs the Python client through `scenario` against deputy over `over`.
+fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
+    let python = python_with_mcp().unwrap_or_else(|err| panic!("no Python MCP SDK: {err}"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_mrtr_client.py");
+    run_over(home, over, |target| {
+        let mut command = home.command(&python);
+        command
+            .arg(&script)
+            .arg(target)
+            .arg(scenario)
+            .env("HOME", home.path());
+        command
+    })
 }
 
 fn approves_through_round_trips(over: Over) {
@@ -322,24 +332,13 @@ fn methods(step: &Value) -> Vec<String> {
 /// every notification, streams a conversation over `over`.
 fn conversation_events_come_with_the_stream_calls(over: Over) {
     let (model, home) = TestHome::asked_to_run("call-raw", "touch raw.txt", "Raw and done.");
-    let server = match over {
-        Over::Http => {
-            let mut command = home.command(DEPUTY);
-            command.args(["mcp-server", "--listen", "127.0.0.1:0"]);
-            Some(ListeningServer::start(command).unwrap_or_else(|err| panic!("{err}")))
-        }
-        Over::Stdio => None,
-    };
-    let target = server.as_ref().map_or(DEPUTY, ListeningServer::url);
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_2026_conversation.mjs");
-    let mut command = home.command("node");
-    command.arg(&script).arg(target);
-    let output = run_with_deadline(command, SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let seen = run_over(&home, over, |target| {
+        let mut command = home.command("node");
+        command.arg(&script).arg(target);
+        command
+    });
 
     assert!(home.workspace().join("raw.txt").exists(), "{seen}");
     // The first call: the snapshot, the turn up to its question (in the snapshot or
