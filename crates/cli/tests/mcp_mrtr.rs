@@ -430,3 +430,51 @@ fn a_raw_2026_client_over_http_gets_a_conversation_s_events_with_its_stream_call
 fn a_raw_2026_client_over_stdio_gets_a_conversation_s_events_with_its_stream_calls() {
     conversation_events_come_with_the_stream_calls(Over::Stdio);
 }
+
+#[test]
+fn two_2026_streams_of_one_conversation_are_both_asked_and_the_first_answer_wins() {
+    let (model, home) = TestHome::asked_to_run("call-two", "touch two.txt", "Two and done.");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_2026_conversation.mjs");
+    let seen = run_over(&home, Over::Http, |target| {
+        let mut command = home.command("node");
+        command.arg(&script).arg(target).arg("two");
+        command
+    });
+
+    // Approved through the first stream: the command ran, although the second denied.
+    assert!(home.workspace().join("two.txt").exists(), "{seen}");
+    for stream in ["a", "b"] {
+        let asked = seen[stream]["result"]["inputRequests"].as_object();
+        assert_eq!(asked.map(|a| a.len()), Some(1), "{stream}: {seen}");
+    }
+    for stream in ["aDone", "bDone"] {
+        assert_eq!(
+            seen[stream]["result"]["structuredContent"],
+            json!({}),
+            "{stream}: {seen}"
+        );
+    }
+    // Each stream saw the whole turn: the retry of the second streamed on from its cursor.
+    for (stream, done) in [("a", "aDone"), ("b", "bDone")] {
+        let events: Vec<String> = methods(&seen[stream])
+            .into_iter()
+            .chain(methods(&seen[done]))
+            .chain(
+                seen[stream]["snapshot"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_str().unwrap().to_string()),
+            )
+            .collect();
+        for kind in ["exec_command_end", "task_complete"] {
+            assert_eq!(
+                events.iter().filter(|e| *e == kind).count(),
+                1,
+                "{stream} {kind}: {seen}"
+            );
+        }
+    }
+    assert_eq!(model.requests().len(), 2);
+}

@@ -9,7 +9,10 @@
 // `requestState` approves it and streams on to the turn's end. A third stream, of the
 // idle conversation, is its snapshot and `{}`.
 //
-// Usage: node mcp_2026_conversation.mjs <http://…/mcp | deputy binary>
+// With `two` (HTTP only), two streams of the conversation are opened at once; both are
+// asked, the first approves, the second's later denial finds the question settled.
+//
+// Usage: node mcp_2026_conversation.mjs <http://…/mcp | deputy binary> [two]
 // Prints one JSON object on stdout: per call, the notifications that came with it
 // (in order), the event types of its `initial_state`, and its result. Exits non-zero on any failure.
 
@@ -124,7 +127,48 @@ async function call(transport, name, args, extra = {}) {
   return { result: response.result, notifications };
 }
 
+/** What a test reads of one call. */
+const seen = (step) => ({
+  methods: step.notifications.map((n) => n.method ?? `response:${n.id}`),
+  snapshot: step.notifications
+    .filter((n) => n.method === "notifications/initial_state")
+    .flatMap((n) => n.params.initial_state.events.map((event) => event.msg.type)),
+  result: step.result,
+});
+
+/** Input responses giving `content` to every request of `result`. */
+function answering(result, content) {
+  const keys = Object.keys(result.inputRequests ?? {});
+  return Object.fromEntries(keys.map((key) => [key, { action: "accept", content }]));
+}
+
+/** Two streams of one conversation over HTTP, both asked; the first approves. */
+async function two(url) {
+  const transport = new Http(url);
+  const created = await call(transport, "conversationCreate", {
+    prompt: "run the command",
+    approval_policy: "untrusted",
+    sandbox: "danger-full-access",
+  });
+  const stream = { conversation_id: created.result.structuredContent.conversation_id };
+  const [a, b] = await Promise.all([
+    call(transport, "conversationStream", stream),
+    call(transport, "conversationStream", stream),
+  ]);
+  const aDone = await call(transport, "conversationStream", stream, {
+    inputResponses: answering(a.result, { decision: "approved" }),
+    requestState: a.result.requestState,
+  });
+  // Too late: the question was answered through the other stream.
+  const bDone = await call(transport, "conversationStream", stream, {
+    inputResponses: answering(b.result, { decision: "denied" }),
+    requestState: b.result.requestState,
+  });
+  return { a: seen(a), aDone: seen(aDone), b: seen(b), bDone: seen(bDone) };
+}
+
 async function main(target) {
+  if (process.argv[3] === "two") return two(target);
   const transport = target.startsWith("http") ? new Http(target) : new Stdio(target);
   try {
     const created = await call(transport, "conversationCreate", {
@@ -134,23 +178,12 @@ async function main(target) {
     });
     const stream = { conversation_id: created.result.structuredContent.conversation_id };
     const first = await call(transport, "conversationStream", stream);
-    const requests = first.result.inputRequests ?? {};
-    const approved = Object.fromEntries(
-      Object.keys(requests).map((key) => [key, { action: "accept", content: { decision: "approved" } }]),
-    );
     const second = await call(transport, "conversationStream", stream, {
-      inputResponses: approved,
+      inputResponses: answering(first.result, { decision: "approved" }),
       requestState: first.result.requestState,
     });
     // The conversation is idle now: a new stream is its snapshot, then `{}`.
     const third = await call(transport, "conversationStream", stream);
-    const seen = (step) => ({
-      methods: step.notifications.map((n) => n.method ?? `response:${n.id}`),
-      snapshot: step.notifications
-        .filter((n) => n.method === "notifications/initial_state")
-        .flatMap((n) => n.params.initial_state.events.map((event) => event.msg.type)),
-      result: step.result,
-    });
     return { first: seen(first), second: seen(second), third: seen(third) };
   } finally {
     transport.close();
