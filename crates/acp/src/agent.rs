@@ -23,6 +23,7 @@ use agent_client_protocol::{Client, Error, ErrorCode};
 use deputy_core::config::{Config, ConfigLayers, configured_models};
 use deputy_core::{ResumeError, Thread, ThreadManager};
 
+use crate::client_servers::client_servers;
 use crate::history;
 use crate::input::{available_commands, prompt_capabilities, prompt_work};
 use crate::modes::{current_mode, is_model_option, mode_overrides, mode_state, model_option};
@@ -88,8 +89,8 @@ impl AcpAgent {
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(prompt_capabilities())
-            // No MCP client in the engine yet: the client's servers are not connected.
-            .mcp_capabilities(McpCapabilities::new().http(false).sse(false));
+            // The client's servers join the session's configured ones (`client_servers`).
+            .mcp_capabilities(McpCapabilities::new().http(true).sse(false));
         responder.respond(
             InitializeResponse::new(ProtocolVersion::V1)
                 .agent_capabilities(capabilities)
@@ -134,7 +135,7 @@ impl AcpAgent {
         client: ConnectionTo<Client>,
     ) -> Reply {
         let started = async {
-            let config = self.config(&request.cwd).await?;
+            let config = self.config(&request.cwd, &request.mcp_servers).await?;
             key_present(&config)?;
             self.manager
                 .start(config)
@@ -205,6 +206,9 @@ impl AcpAgent {
     async fn load(&self, request: &LoadSessionRequest) -> Result<(Arc<Session>, u64), Error> {
         let mut layers = self.layers.clone();
         layers.overrides.cwd = Some(checked_cwd(&request.cwd).await?);
+        layers
+            .call_overrides
+            .extend(client_servers(&request.mcp_servers).overrides);
         key_present(
             &layers
                 .load()
@@ -378,39 +382,33 @@ impl AcpAgent {
             .ok_or_else(|| acp::Error::session_not_found(id.clone()).into())
     }
 
-    /// The configuration, in `cwd`.
-    async fn config(&self, cwd: &Path) -> Result<Config, Error> {
+    /// The configuration, in `cwd`, with the client's MCP servers.
+    async fn config(&self, cwd: &Path, servers: &[McpServer]) -> Result<Config, Error> {
         let mut layers = self.layers.clone();
         layers.overrides.cwd = Some(checked_cwd(cwd).await?);
+        layers
+            .call_overrides
+            .extend(client_servers(servers).overrides);
         layers.load().map_err(|err| config_error(&err.to_string()))
     }
 }
 
-/// What a new or loaded session is told after its answer: the slash commands, and that
-/// the client's MCP servers are not used.
+/// What a new or loaded session is told after its answer: the slash commands, and which
+/// of the client's MCP servers cannot be used.
 fn announce(updates: &UpdateSender, mcp_servers: &[McpServer]) {
     updates.send(SessionUpdate::AvailableCommandsUpdate(
         AvailableCommandsUpdate::new(available_commands()),
     ));
-    if !mcp_servers.is_empty() {
-        let names: Vec<&str> = mcp_servers.iter().map(server_name).collect();
-        tracing::warn!(?names, "the client's MCP servers are not connected");
+    let refused = client_servers(mcp_servers).refused;
+    if !refused.is_empty() {
+        tracing::warn!(?refused, "some of the client's MCP servers are not used");
         updates.send(SessionUpdate::Notice(
             Notice::new(
                 NoticeSeverity::Warning,
-                "deputy does not connect to the client's MCP servers yet",
+                "deputy cannot use some of the client's MCP servers",
             )
-            .description(format!("Not connected: {}.", names.join(", "))),
+            .description(refused.join("\n")),
         ));
-    }
-}
-
-fn server_name(server: &McpServer) -> &str {
-    match server {
-        McpServer::Http(http) => &http.name,
-        McpServer::Sse(sse) => &sse.name,
-        McpServer::Stdio(stdio) => &stdio.name,
-        _ => "(a server of an unknown transport)",
     }
 }
 

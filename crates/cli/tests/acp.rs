@@ -12,6 +12,8 @@
 #[path = "acp/harness.rs"]
 mod harness;
 
+#[path = "acp/client_servers.rs"]
+mod client_servers;
 #[path = "acp/codex_acp.rs"]
 mod codex_acp;
 #[path = "acp/commands.rs"]

@@ -9,7 +9,7 @@
 //   {op: "initialize", elicitations?}              with elicitations (a list of answers, used
 //       in order: {action, content?}), announces that it fills in forms and answers them
 //   {op: "new", mcpServers?}                       session/new in `cwd`; becomes the current session
-//   {op: "load", sessionId}                         session/load; becomes the current session
+//   {op: "load", sessionId, mcpServers?}            session/load; becomes the current session
 //   {op: "prompt", text? | blocks?, cancelWhenFile?} session/prompt on the current session;
 //       with cancelWhenFile, session/cancel is sent once that file exists
 //   {op: "setMode", modeId} / {op: "setModel", value}
@@ -130,7 +130,7 @@ async function runStep(ctx, step) {
       const result = await ctx.request(methods.agent.session.load, {
         sessionId: step.sessionId,
         cwd: plan.cwd,
-        mcpServers: [],
+        mcpServers: step.mcpServers ?? [],
       });
       current = step.sessionId;
       return result;
