@@ -117,10 +117,11 @@ impl AcpAgent {
                 ),
             ));
         }
-        match self
-            .config(None, &[])
-            .and_then(|config| key_present(&config))
-        {
+        let config = self
+            .layers
+            .load()
+            .map_err(|err| config_error(&err.to_string()));
+        match config.and_then(|config| key_present(&config)) {
             Ok(()) => responder.respond(AuthenticateResponse::new()),
             Err(error) => responder.respond_with_error(error),
         }
@@ -134,11 +135,11 @@ impl AcpAgent {
         client: ConnectionTo<Client>,
     ) -> Reply {
         let started = async {
-            let config = self.config(Some(&request.cwd), &request.mcp_servers)?;
+            let config = self.config(&request.cwd, &request.mcp_servers).await?;
             key_present(&config)?;
-            let manager = self.manager.clone();
-            blocking(move || manager.start_thread(config))
-                .await?
+            self.manager
+                .start(config)
+                .await
                 .map_err(|err| Error::new(ErrorCode::INTERNAL_ERROR, err.to_string()))
         }
         .await;
@@ -204,7 +205,7 @@ impl AcpAgent {
     /// the last event its history replay covers.
     async fn load(&self, request: &LoadSessionRequest) -> Result<(Arc<Session>, u64), Error> {
         let mut layers = self.layers.clone();
-        layers.overrides.cwd = Some(checked_cwd(&request.cwd)?);
+        layers.overrides.cwd = Some(checked_cwd(&request.cwd).await?);
         layers
             .call_overrides
             .extend(client_servers(&request.mcp_servers).overrides);
@@ -213,16 +214,17 @@ impl AcpAgent {
                 .load()
                 .map_err(|err| config_error(&err.to_string()))?,
         )?;
-        let manager = self.manager.clone();
         let id = request.session_id.0.to_string();
-        let (thread, resumed_after) = blocking(move || manager.get_or_resume(&id, &layers))
-            .await?
-            .map_err(|err| match err {
-                ResumeError::NotFound(_) => {
-                    acp::Error::session_not_found(request.session_id.clone()).into()
-                }
-                other => Error::new(ErrorCode::INTERNAL_ERROR, other.to_string()),
-            })?;
+        let (thread, resumed_after) =
+            self.manager
+                .open(&id, &layers)
+                .await
+                .map_err(|err| match err {
+                    ResumeError::NotFound(_) => {
+                        acp::Error::session_not_found(request.session_id.clone()).into()
+                    }
+                    other => Error::new(ErrorCode::INTERNAL_ERROR, other.to_string()),
+                })?;
         let through = resumed_after.unwrap_or_else(|| thread.last_seq());
         Ok((self.open(thread), through))
     }
@@ -380,12 +382,10 @@ impl AcpAgent {
             .ok_or_else(|| acp::Error::session_not_found(id.clone()).into())
     }
 
-    /// The configuration, in `cwd` when given, with the client's MCP servers.
-    fn config(&self, cwd: Option<&Path>, servers: &[McpServer]) -> Result<Config, Error> {
+    /// The configuration, in `cwd`, with the client's MCP servers.
+    async fn config(&self, cwd: &Path, servers: &[McpServer]) -> Result<Config, Error> {
         let mut layers = self.layers.clone();
-        if let Some(cwd) = cwd {
-            layers.overrides.cwd = Some(checked_cwd(cwd)?);
-        }
+        layers.overrides.cwd = Some(checked_cwd(cwd).await?);
         layers
             .call_overrides
             .extend(client_servers(servers).overrides);
@@ -413,14 +413,14 @@ fn announce(updates: &UpdateSender, mcp_servers: &[McpServer]) {
 }
 
 /// A session's working directory: absolute and an existing directory.
-fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
+async fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
     if !cwd.is_absolute() {
         return Err(Error::new(
             ErrorCode::INVALID_PARAMS,
             format!("cwd `{}` must be an absolute path", cwd.display()),
         ));
     }
-    if !cwd.is_dir() {
+    if !tokio::fs::metadata(cwd).await.is_ok_and(|m| m.is_dir()) {
         return Err(Error::new(
             ErrorCode::INVALID_PARAMS,
             format!("cwd `{}` is not a directory", cwd.display()),
@@ -434,7 +434,7 @@ fn checked_cwd(cwd: &Path) -> Result<PathBuf, Error> {
 fn missing_key(config: &Config) -> Option<(String, String)> {
     let why = config.model_provider.api_key().err()?;
     let var = config.model_provider.env_key.clone().unwrap_or_default();
-    Some((var, why))
+    Some((var, why.to_string()))
 }
 
 fn key_present(config: &Config) -> Result<(), Error> {
@@ -462,13 +462,4 @@ fn busy(id: &SessionId) -> Error {
         ErrorCode::INVALID_REQUEST,
         format!("session {id} is already running a prompt; cancel it or wait for its answer"),
     )
-}
-
-/// Runs blocking work (a rollout's file I/O) off the runtime's threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| Error::new(ErrorCode::INTERNAL_ERROR, err.to_string()))
 }

@@ -15,6 +15,10 @@
 //! engine calls and engine events into session updates; stdout carries protocol
 //! messages only.
 
+// Code here runs on the async runtime: no blocking std calls (see clippy.toml); test
+// code may block (its fixtures are files).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod agent;
 mod approver;
 mod client_servers;

@@ -16,6 +16,10 @@
 //! Architecture invariant: no agent logic here — this crate translates requests into
 //! engine calls and engine events into notifications and server requests.
 
+// Code here runs on the async runtime: no blocking std calls (see clippy.toml); test
+// code may block (its fixtures are files).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod approver;
 mod follower;
 mod listen;

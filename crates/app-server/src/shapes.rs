@@ -114,6 +114,10 @@ pub(crate) fn wire_sandbox_policy(policy: engine::SandboxPolicy) -> SandboxPolic
 /// What the sandbox lets a thread in `cwd` under `policy` do, entry by entry: read
 /// everywhere; write in the cwd, the temporary directories and the extra roots, except
 /// their `.git`, which the sandbox keeps read-only. Reads the disk (which `.git` exist).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "blocking: its one caller (`settings_response`) runs it in spawn_blocking"
+)]
 pub(crate) fn permission_profile(policy: &engine::SandboxPolicy, cwd: &Path) -> PermissionProfile {
     let entry = |path, access| FileSystemSandboxEntry { path, access };
     let special = |value| FileSystemPath::Special { value };

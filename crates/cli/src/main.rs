@@ -497,11 +497,11 @@ fn run_exec_resume(
         let signals = TerminationSignals::install()?;
         log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
-        let (thread, resumed_after) = manager.resume_thread(&id, &layers)?;
+        let (thread, resumed_after) = manager.open(&id, &layers).await?;
         if options.output == deputy_exec::OutputMode::Human {
             let _ = writeln!(std::io::stderr(), "deputy: resuming session {id}");
         }
-        deputy_exec::run_turn_on(thread, Some(resumed_after), options, signals.received()).await
+        deputy_exec::run_turn_on(thread, resumed_after, options, signals.received()).await
     })
 }
 

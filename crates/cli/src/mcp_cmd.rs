@@ -107,7 +107,7 @@ pub fn run(home: &Path, command: McpCommand) -> anyhow::Result<i32> {
             bearer_token_env_var,
             command,
         } => {
-            check_mcp_server_name(&name).map_err(|why| anyhow::anyhow!(why))?;
+            check_mcp_server_name(&name)?;
             let entry = new_entry(env, url, bearer_token_env_var, command)?;
             edit(&path, |doc| {
                 let servers = servers_table(doc)?;
@@ -162,7 +162,7 @@ fn read_servers(path: &Path) -> anyhow::Result<BTreeMap<String, McpServerConfig>
     servers
         .iter()
         .map(|(name, entry)| {
-            check_mcp_server_name(name).map_err(|why| anyhow::anyhow!(why))?;
+            check_mcp_server_name(name)?;
             let server = McpServerConfig::deserialize(entry.clone())
                 .map_err(|err| anyhow::anyhow!("`mcp_servers.{name}`: {}", err.message()))?;
             Ok((name.clone(), server))

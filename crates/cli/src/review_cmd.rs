@@ -96,7 +96,7 @@ pub(crate) fn run(mut layers: ConfigLayers, args: ReviewArgs) -> anyhow::Result<
         let signals = TerminationSignals::install()?;
         crate::log_sandbox_support();
         let manager = ThreadManager::new(crate::launcher(), SessionSource::Exec);
-        let thread = manager.start_thread(config)?;
+        let thread = manager.start(config).await?;
         let cancel = CancellationToken::new();
         let mut progress = Progress {
             shown: std::io::stderr().is_terminal(),

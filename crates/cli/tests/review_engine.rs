@@ -146,7 +146,7 @@ async fn a_review_of_uncommitted_changes_sees_exactly_them_and_leaves_a_short_re
         MockResponse::text_turn("ok"),
     ]);
     let manager = manager();
-    let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
+    let thread = manager.start(layers(&home).load().unwrap()).await.unwrap();
 
     let events = review(&thread, ReviewTarget::UncommittedChanges).await;
     let output = exited(&events).output.expect("findings");
@@ -201,7 +201,7 @@ async fn base_branch_and_commit_reviews_carry_their_own_diffs() {
         MockResponse::text_turn("not json at all"),
     ]);
     let manager = manager();
-    let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
+    let thread = manager.start(layers(&home).load().unwrap()).await.unwrap();
     let ws = home.workspace();
 
     review(
@@ -243,7 +243,7 @@ async fn outside_a_repository_the_review_fails_clearly() {
     let server = MockModelServer::start();
     let home = TestHome::new(&server.base_url());
     let manager = manager();
-    let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
+    let thread = manager.start(layers(&home).load().unwrap()).await.unwrap();
     let events = review(&thread, ReviewTarget::UncommittedChanges).await;
     match &events.last().unwrap().msg {
         ThreadEventMsg::TurnFailed(failed) => {
@@ -267,7 +267,7 @@ async fn an_interrupted_review_exits_without_findings() {
     repository(home.workspace());
     server.push(MockResponse::text_turn(FINDINGS).delay_before(Duration::from_secs(30)));
     let manager = manager();
-    let thread = manager.start_thread(layers(&home).load().unwrap()).unwrap();
+    let thread = manager.start(layers(&home).load().unwrap()).await.unwrap();
     let after = thread.last_seq();
     let turn = thread
         .submit_review("r".into(), request(ReviewTarget::UncommittedChanges))

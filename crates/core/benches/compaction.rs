@@ -104,7 +104,8 @@ async fn run() {
     layers.overrides.cwd = Some(work.path().to_path_buf());
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("thread");
 
     let started = Instant::now();

@@ -2,7 +2,7 @@
 //! event: the events of realistic turns (see `common`) are written to a rollout once,
 //! then replayed by `subscribe(0)` until the newest event has arrived, in two states:
 //!
-//! - a resumed thread (`ThreadManager::resume_thread`): every past event comes back
+//! - a resumed thread (`ThreadManager::open`): every past event comes back
 //!   from the rollout file;
 //! - a live log that published them all: the older events from the rollout, the newest
 //!   ones from the in-memory window.
@@ -53,7 +53,7 @@ async fn run() {
 
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let start = Instant::now();
-    let (thread, _) = manager.resume_thread(&written.id, layers).expect("resume");
+    let (thread, _) = manager.open(&written.id, layers).await.expect("resume");
     println!(
         "resuming it (history rebuilt, events counted): {:.1} ms",
         start.elapsed().as_secs_f64() * 1000.0

@@ -1,7 +1,7 @@
 //! How long resuming a long session takes: a 10,000-record rollout of realistic
 //! turns (messages, reasoning, tool calls with outputs of a few KiB, item events) is
 //! written once, then loaded repeatedly — first the file alone (`load_rollout`:
-//! read, parse, rebuild the history), then a whole `ThreadManager::resume_thread`
+//! read, parse, rebuild the history), then a whole `ThreadManager::open`
 //! (lock, load, configuration, a live thread). Prints min/median/max.
 //!
 //! Run with `cargo bench -p deputy-core --bench resume`.
@@ -56,10 +56,10 @@ async fn run() {
     for _ in 0..ITERATIONS {
         let manager = ThreadManager::new(None, SessionSource::Exec);
         let start = Instant::now();
-        let (thread, _) = manager.resume_thread(&id, layers).expect("resume");
+        let (thread, _) = manager.open(&id, layers).await.expect("resume");
         resume.push(start.elapsed());
         assert!(thread.last_seq() > 0);
         manager.shutdown_all().await;
     }
-    report("ThreadManager::resume_thread", &mut resume);
+    report("ThreadManager::open", &mut resume);
 }

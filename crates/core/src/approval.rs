@@ -1,6 +1,9 @@
 //! Waiting for a user's reply: one pending question per tool call, and what the user
 //! approved for the rest of the session.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;

@@ -9,6 +9,9 @@
 //! then the oldest items, never the initial context or the current task. Failing to compact ends the turn
 //! with an error; it is never retried in a loop.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::{HashMap, HashSet};
 
 use deputy_protocol::{

@@ -4,6 +4,9 @@
 //! depends on the log, the rollout, the configuration and the model client, and
 //! nothing that runs turns depends on anything above it.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

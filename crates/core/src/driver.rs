@@ -4,6 +4,9 @@
 //! [`TurnOutcome`]. Front doors only translate: events to their wire, questions to
 //! their way of asking.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,6 +8,9 @@
 //! in order. Events older than the window are read back from the
 //! rollout, which is why deltas (not on disk) may be missing from a very old replay.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

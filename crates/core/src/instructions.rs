@@ -1,6 +1,9 @@
 //! What the model is told besides the user's words and its family's system
 //! instructions (`model_family.rs`).
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use deputy_protocol::{AskForApproval, ResponseItem, SandboxMode};
 
 use crate::config::Config;

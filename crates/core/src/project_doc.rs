@@ -15,6 +15,9 @@
 //! the async runtime, given up after [`PROJECT_DOC_READ_TIMEOUT`]. The global file is the
 //! user's own: a link there is followed wherever it leads, but it too must be a regular file.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -176,6 +179,10 @@ pub fn discover_project_doc_paths(cwd: &Path) -> Vec<PathBuf> {
 
 /// The directory the project's files are read beneath — the repository root (the nearest
 /// directory above the cwd holding `.git`), else the cwd — and the paths to read.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "blocking: called from `read_docs` on the blocking pool, and by sync callers"
+)]
 fn project_doc_paths(cwd: &Path) -> (PathBuf, Vec<PathBuf>) {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let root = cwd

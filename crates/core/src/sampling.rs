@@ -1,6 +1,9 @@
 //! One model response: streamed, its message and reasoning items reported as they
 //! come, a broken stream retried up to the provider's limit.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::time::Duration;
 
 use deputy_protocol::{

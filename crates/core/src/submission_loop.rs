@@ -2,6 +2,9 @@
 //! [`Thread`] handles send, runs one turn at a time (later ones wait in a queue), and
 //! stops on shutdown or when every handle is gone.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 

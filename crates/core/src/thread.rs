@@ -4,6 +4,9 @@
 //! subscriptions to the thread's [`EventLog`]. The state lives in a `Session` owned
 //! by the thread's submission loop (`crate::submission_loop`).
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 

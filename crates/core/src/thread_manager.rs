@@ -1,6 +1,9 @@
 //! The registry of live threads: creating them, resuming them from disk,
 //! finding them, shutting them down.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,9 @@ pub enum StartError {
     /// The session's rollout file could not be created.
     #[error("cannot create the session file: {0}")]
     Rollout(#[from] RolloutError),
+    /// The setup work stopped before it finished (it panicked, or the runtime is stopping).
+    #[error("cannot start the session: {0}")]
+    Stopped(#[source] tokio::task::JoinError),
 }
 
 /// Why a thread could not be resumed from its rollout.
@@ -50,6 +56,9 @@ pub enum ResumeError {
     /// The model client could not be built from the configuration.
     #[error("cannot resume the session: cannot set up the model client: {0}")]
     Model(#[from] ModelError),
+    /// The loading work stopped before it finished (it panicked, or the runtime is stopping).
+    #[error("cannot resume the session: {0}")]
+    Stopped(#[source] tokio::task::JoinError),
 }
 
 impl ResumeError {
@@ -77,7 +86,7 @@ pub struct ThreadManager {
     /// Threads being unloaded: gone from `threads`, their rollout not yet released.
     unloading: Arc<Mutex<HashSet<String>>>,
     /// Held while resuming, so that two callers resuming one thread get one thread.
-    resuming: Mutex<()>,
+    resuming: tokio::sync::Mutex<()>,
     sandbox_launcher: Option<PathBuf>,
     source: SessionSource,
     unloader: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -91,115 +100,39 @@ impl ThreadManager {
         Self {
             threads: Arc::default(),
             unloading: Arc::default(),
-            resuming: Mutex::default(),
+            resuming: tokio::sync::Mutex::default(),
             sandbox_launcher,
             source,
             unloader: Mutex::default(),
         }
     }
 
-    /// Starts a new thread and creates its rollout. Its log opens with
-    /// `session_configured` and the configuration's warnings. Must be called within a
-    /// tokio runtime.
-    pub fn start_thread(&self, mut config: Config) -> Result<Arc<Thread>, StartError> {
+    /// Starts a new thread: builds its model client and creates its rollout off the
+    /// async runtime, then spawns it. Its log opens with `session_configured` and the
+    /// configuration's warnings; its AGENTS.md instructions and MCP servers are loaded by
+    /// the thread itself before its first turn. Must be called within a tokio runtime.
+    pub async fn start(&self, mut config: Config) -> Result<Arc<Thread>, StartError> {
         config.sandbox_launcher = self.sandbox_launcher.clone();
-        let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
-        let id = uuid::Uuid::now_v7().to_string();
-        config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
-        // The AGENTS.md instructions are added by the thread before its first turn.
-        let history = instructions::initial_context(&config);
-        let meta = SessionMeta::new(&id, &config, self.source);
-        let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &history)?;
-        let configured = configured_event(&id, &config, 0, recorder.path());
-        let start = ThreadStart {
-            id: id.clone(),
-            config: Arc::new(config),
-            client,
-            history,
-            rollout: Some(recorder),
-            next_seq: 1,
-        };
+        let source = self.source;
+        let (start, configured) = off_runtime(move || prepare_start(config, source))
+            .await
+            .map_err(StartError::Stopped)??;
+        let id = start.id.clone();
         let thread = spawn_new_thread(start, |thread| announce(thread, configured));
         self.insert(id, thread.clone());
         Ok(thread)
     }
 
-    /// Resumes thread `id` from its rollout under `layers.deputy_home`: the
-    /// saved history exactly, and the saved cwd, model, provider, policies and
-    /// instructions wherever `layers.overrides` leaves them unset (above
-    /// config.toml and `-c`, below per-call settings). Its log continues the saved
-    /// one with a new `session_configured`; returned with the seq before it.
-    /// Must be called within a tokio runtime; fails with [`ResumeError::Locked`] when
-    /// another process has the thread open.
-    pub fn resume_thread(
-        &self,
-        id: &str,
-        layers: &ConfigLayers,
-    ) -> Result<(Arc<Thread>, u64), ResumeError> {
-        let path = rollout::find_rollout(&layers.deputy_home, id)?;
-        let home = &layers.deputy_home;
-        let (recorder, session) = RolloutRecorder::resume(&path, || {
-            let canonical = uuid::Uuid::parse_str(id)
-                .map_or_else(|_| id.to_string(), |u| u.hyphenated().to_string());
-            recover_thread_patches(home, &canonical)
-        })?;
-        let mut config = saved_layers(layers, &session.meta).load()?;
-        // What the last turn ran with wins over how the thread started (turn overrides
-        // persist), but not over what this caller asks for now.
-        if let Some(context) = &session.last_turn_context {
-            let explicit = &layers.overrides;
-            let overrides = TurnOverrides {
-                cwd: explicit.cwd.is_none().then(|| context.cwd.clone()),
-                model: explicit.model.is_none().then(|| context.model.clone()),
-                approval_policy: explicit
-                    .approval_policy
-                    .is_none()
-                    .then_some(context.approval_policy),
-                sandbox_policy: explicit
-                    .sandbox_mode
-                    .is_none()
-                    .then(|| context.sandbox_policy.clone()),
-            };
-            // A saved cwd that is gone keeps the thread's original settings.
-            if let Ok(updated) = config.with_overrides(&overrides) {
-                config = updated;
-            }
-            // Roots added for this run (`--add-dir`) come on top of the saved ones.
-            for root in &explicit.additional_writable_roots {
-                let roots = &mut config.sandbox_workspace_write.writable_roots;
-                if !roots.contains(root) {
-                    roots.push(root.clone());
-                }
-            }
-        }
-        for warning in &session.warnings {
-            tracing::warn!("{warning}");
-        }
-        config.warnings.extend(session.warnings);
-        config.sandbox_launcher = self.sandbox_launcher.clone();
-        let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
-        let id = session.meta.id;
-        config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
-        let configured = configured_event(&id, &config, session.history.len(), &path);
-        let thread = spawn_thread(ThreadStart {
-            id: id.clone(),
-            config: Arc::new(config),
-            client,
-            history: session.history,
-            rollout: Some(recorder),
-            next_seq: session.last_seq + 1,
-        });
-        announce(&thread, configured);
-        self.insert(id, thread.clone());
-        Ok((thread, session.last_seq))
-    }
-
-    /// The live thread `id`, else that thread resumed from its rollout (see
-    /// [`ThreadManager::resume_thread`]), with the seq before its new
-    /// `session_configured` when this call resumed it. Must be called within a tokio
-    /// runtime, from a context that may block: a thread that is just being unloaded is
-    /// waited for (briefly) before it is resumed.
-    pub fn get_or_resume(
+    /// The live thread `id`, else that thread resumed from its rollout under
+    /// `layers.deputy_home`, with the seq before its new `session_configured` when this
+    /// call resumed it. A resumed thread has the saved history exactly, and the saved
+    /// cwd, model, provider, policies and instructions wherever `layers.overrides` leaves
+    /// them unset (above config.toml and `-c`, below per-call settings); its log continues
+    /// the saved one with a new `session_configured`. The rollout is read off the async
+    /// runtime. Fails with [`ResumeError::Locked`] when another process has the thread
+    /// open; a thread this manager is just unloading is waited for (briefly) instead.
+    /// Must be called within a tokio runtime.
+    pub async fn open(
         &self,
         id: &str,
         layers: &ConfigLayers,
@@ -208,22 +141,32 @@ impl ThreadManager {
         let canonical = uuid::Uuid::parse_str(id)
             .map(|u| u.hyphenated().to_string())
             .unwrap_or_else(|_| id.to_string());
-        let _resuming = lock(&self.resuming);
+        let _resuming = self.resuming.lock().await;
         if let Some(thread) = self.get(&canonical) {
             return Ok((thread, None));
         }
         let deadline = Instant::now() + UNLOAD_WAIT;
-        loop {
-            match self.resume_thread(id, layers) {
+        let (start, configured, before) = loop {
+            let (id, layers) = (id.to_string(), layers.clone());
+            let launcher = self.sandbox_launcher.clone();
+            match off_runtime(move || prepare_resume(&id, &layers, launcher))
+                .await
+                .map_err(ResumeError::Stopped)?
+            {
                 // Still held by this process's own unloading thread: it is about to let go.
                 Err(ResumeError::Locked)
                     if lock(&self.unloading).contains(&canonical) && Instant::now() < deadline =>
                 {
-                    std::thread::sleep(Duration::from_millis(5));
+                    tokio::time::sleep(Duration::from_millis(5)).await;
                 }
-                other => return other.map(|(thread, before)| (thread, Some(before))),
+                other => break other?,
             }
-        }
+        };
+        let id = start.id.clone();
+        let thread = spawn_thread(start);
+        announce(&thread, configured);
+        self.insert(id, thread.clone());
+        Ok((thread, Some(before)))
     }
 
     /// The live thread with this id.
@@ -232,7 +175,7 @@ impl ThreadManager {
     }
 
     /// Shuts thread `id` down (interrupting its turn) and forgets it; its history
-    /// stays on disk and a later [`ThreadManager::get_or_resume`] loads it again.
+    /// stays on disk and a later [`ThreadManager::open`] loads it again.
     /// Returns whether it was live.
     pub async fn close_thread(&self, id: &str) -> bool {
         let thread = lock(&self.threads).remove(id);
@@ -271,6 +214,103 @@ impl ThreadManager {
             )));
         }
     }
+}
+
+/// Runs `work` (file I/O, locks) on tokio's blocking pool, so that it never holds up
+/// the async runtime; the pool's threads can still spawn tasks.
+async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(work).await
+}
+
+/// The file work of [`ThreadManager::start`]: the model client (whose first build reads
+/// the system's certificates) and the new rollout, created and locked. Blocking.
+fn prepare_start(
+    mut config: Config,
+    source: SessionSource,
+) -> Result<(ThreadStart, SessionConfiguredEvent), StartError> {
+    let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
+    let id = uuid::Uuid::now_v7().to_string();
+    config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
+    // The AGENTS.md instructions are added by the thread before its first turn.
+    let history = instructions::initial_context(&config);
+    let meta = SessionMeta::new(&id, &config, source);
+    let recorder = RolloutRecorder::create(&config.deputy_home, &meta, &history)?;
+    let configured = configured_event(&id, &config, 0, recorder.path());
+    let start = ThreadStart {
+        id,
+        config: Arc::new(config),
+        client,
+        history,
+        rollout: Some(recorder),
+        next_seq: 1,
+    };
+    Ok((start, configured))
+}
+
+/// The file work of [`ThreadManager::open`] for a thread that is not live: its rollout
+/// found, locked and read (interrupted patches recovered), the configuration loaded with
+/// the saved settings; with the seq before the new `session_configured`. Blocking.
+fn prepare_resume(
+    id: &str,
+    layers: &ConfigLayers,
+    sandbox_launcher: Option<PathBuf>,
+) -> Result<(ThreadStart, SessionConfiguredEvent, u64), ResumeError> {
+    let path = rollout::find_rollout(&layers.deputy_home, id)?;
+    let home = &layers.deputy_home;
+    let (recorder, session) = RolloutRecorder::resume(&path, || {
+        let canonical = uuid::Uuid::parse_str(id)
+            .map_or_else(|_| id.to_string(), |u| u.hyphenated().to_string());
+        recover_thread_patches(home, &canonical)
+    })?;
+    let mut config = saved_layers(layers, &session.meta).load()?;
+    // What the last turn ran with wins over how the thread started (turn overrides
+    // persist), but not over what this caller asks for now.
+    if let Some(context) = &session.last_turn_context {
+        let explicit = &layers.overrides;
+        let overrides = TurnOverrides {
+            cwd: explicit.cwd.is_none().then(|| context.cwd.clone()),
+            model: explicit.model.is_none().then(|| context.model.clone()),
+            approval_policy: explicit
+                .approval_policy
+                .is_none()
+                .then_some(context.approval_policy),
+            sandbox_policy: explicit
+                .sandbox_mode
+                .is_none()
+                .then(|| context.sandbox_policy.clone()),
+        };
+        // A saved cwd that is gone keeps the thread's original settings.
+        if let Ok(updated) = config.with_overrides(&overrides) {
+            config = updated;
+        }
+        // Roots added for this run (`--add-dir`) come on top of the saved ones.
+        for root in &explicit.additional_writable_roots {
+            let roots = &mut config.sandbox_workspace_write.writable_roots;
+            if !roots.contains(root) {
+                roots.push(root.clone());
+            }
+        }
+    }
+    for warning in &session.warnings {
+        tracing::warn!("{warning}");
+    }
+    config.warnings.extend(session.warnings);
+    config.sandbox_launcher = sandbox_launcher;
+    let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
+    let id = session.meta.id;
+    config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
+    let configured = configured_event(&id, &config, session.history.len(), &path);
+    let start = ThreadStart {
+        id,
+        config: Arc::new(config),
+        client,
+        history: session.history,
+        rollout: Some(recorder),
+        next_seq: session.last_seq + 1,
+    };
+    Ok((start, configured, session.last_seq))
 }
 
 /// Publishes what a thread opens with: `session_configured`, then the configuration's warnings.

@@ -1,6 +1,9 @@
 //! One turn: model request → stream → run the tool calls → send outputs back,
 //! until the model answers without calling a tool.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,9 @@
 //! A turn's start, kept so that the event ending it says when it ended and how long it
 //! ran, as Codex's turn events do (`started_at`, `completed_at`, `duration_ms`).
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use deputy_protocol::{

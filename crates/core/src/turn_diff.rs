@@ -1,6 +1,9 @@
 //! The turn's cumulative diff: every file a turn's patches touched, from its
 //! content before the turn's first change to its content now.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,9 @@
 //! the formats the model servers take (PNG, JPEG, GIF, WebP), recognised by their first
 //! bytes rather than their file names, up to [`MAX_IMAGE_BYTES`].
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -133,6 +136,10 @@ fn check_image_url(url: &str) -> Result<(), ImageError> {
 }
 
 /// Reads an image file into a `data:` URL, refusing what is not an image or too large.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "blocking: `user_message` runs it in spawn_blocking"
+)]
 fn data_url(path: &Path) -> Result<String, ImageError> {
     let read_error = |source| ImageError::Read {
         path: path.to_path_buf(),

@@ -65,9 +65,10 @@ fn layers_at(home: &TestHome, cwd: &Path) -> ConfigLayers {
     layers
 }
 
-fn start(manager: &ThreadManager, home: &TestHome, cwd: &Path) -> Arc<Thread> {
+async fn start(manager: &ThreadManager, home: &TestHome, cwd: &Path) -> Arc<Thread> {
     manager
-        .start_thread(layers_at(home, cwd).load().expect("config"))
+        .start(layers_at(home, cwd).load().expect("config"))
+        .await
         .expect("start thread")
 }
 

@@ -75,7 +75,8 @@ async fn a_turn_sent_while_another_runs_waits_for_it_then_runs() {
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let thread = manager
-        .start_thread(layers(&home).load().expect("config"))
+        .start(layers(&home).load().expect("config"))
+        .await
         .expect("start");
 
     let first = thread.submit_turn("a".into(), text("one")).expect("submit");
@@ -117,7 +118,8 @@ async fn an_interrupt_names_its_turn_and_a_stale_one_changes_nothing() {
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let thread = manager
-        .start_thread(layers(&home).load().expect("config"))
+        .start(layers(&home).load().expect("config"))
+        .await
         .expect("start");
 
     let quick = thread.submit_turn("a".into(), text("one")).expect("submit");
@@ -183,7 +185,8 @@ async fn an_idle_thread_is_unloaded_and_comes_back_from_disk_with_its_whole_log(
     let layers = layers(&home);
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
     let id = thread.id().to_string();
     let turn = thread
@@ -202,7 +205,7 @@ async fn an_idle_thread_is_unloaded_and_comes_back_from_disk_with_its_whole_log(
         .await
         .expect("the idle thread was unloaded");
 
-    let (resumed, before) = manager.get_or_resume(&id, &layers).expect("resume");
+    let (resumed, before) = manager.open(&id, &layers).await.expect("resume");
     let before = before.expect("resumed from disk");
     let replayed = read_until(&resumed, 0, |e| e.seq > before).await;
     // Everything but the streaming deltas comes back, numbered as it was; then the
@@ -229,7 +232,8 @@ async fn a_closed_thread_stops_and_resumes_on_next_use() {
     let layers = layers(&home);
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
     let id = thread.id().to_string();
     let mut events = thread.subscribe(thread.last_seq());
@@ -242,7 +246,7 @@ async fn a_closed_thread_stops_and_resumes_on_next_use() {
     assert!(thread.submit_turn("x".into(), text("hi")).is_err());
     assert!(!manager.close_thread(&id).await);
 
-    let (again, resumed) = manager.get_or_resume(&id, &layers).expect("resume");
+    let (again, resumed) = manager.open(&id, &layers).await.expect("resume");
     assert!(resumed.is_some());
     assert!(!Arc::ptr_eq(&again, &thread));
     manager.shutdown_all().await;
@@ -262,7 +266,8 @@ async fn a_turns_overrides_stay_for_later_turns_and_across_a_restart() {
     let layers = layers(&home);
     let manager = ThreadManager::new(None, SessionSource::Exec);
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
     let id = thread.id().to_string();
     let one = thread.submit_turn("1".into(), text("one")).expect("submit");
@@ -294,7 +299,7 @@ async fn a_turns_overrides_stay_for_later_turns_and_across_a_restart() {
     // Resumed by a caller that names no settings of its own.
     let again = ThreadManager::new(None, SessionSource::Exec);
     let plain = ConfigLayers::new(home.path().to_path_buf());
-    let (resumed, _) = again.resume_thread(&id, &plain).expect("resume");
+    let (resumed, _) = again.open(&id, &plain).await.expect("resume");
     let config = resumed.config();
     assert_eq!(config.model, "other-model");
     assert_eq!(

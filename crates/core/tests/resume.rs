@@ -6,7 +6,9 @@
     reason = "test code: a failed step is a failed test"
 )]
 
+use std::io::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use deputy_core::config::ConfigLayers;
 use deputy_core::rollout::{SessionSource, find_rollout};
@@ -91,7 +93,8 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     server.push(MockResponse::text_turn("Bye."));
     let manager = new_manager();
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
     assert!(matches!(
         turn(&thread, "1", "make a plan").await,
@@ -108,7 +111,8 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     server.push(MockResponse::text_turn("Bye."));
     let first = new_manager();
     let thread = first
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
     let configured = configured_event(&thread, 0).await;
     let id = thread.id().to_string();
@@ -124,8 +128,8 @@ async fn a_resumed_thread_sends_the_model_what_an_uninterrupted_one_would() {
     drop((thread, first));
 
     let second = new_manager();
-    let (resumed, before) = second.resume_thread(&id, &layers).expect("resume");
-    let configured = configured_event(&resumed, before).await;
+    let (resumed, before) = second.open(&id, &layers).await.expect("resume");
+    let configured = configured_event(&resumed, before.expect("resumed from disk")).await;
     assert_eq!(configured.session_id, id);
     assert_eq!(configured.history_entry_count, 6);
     assert!(matches!(
@@ -166,7 +170,8 @@ async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
     server.push(MockResponse::text_turn("one"));
     let manager = new_manager();
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
     turn(&thread, "1", "hi").await;
     let id = thread.id().to_string();
@@ -180,8 +185,8 @@ async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
     let mut elsewhere = ConfigLayers::new(home.path().to_path_buf());
     elsewhere.cli_overrides = vec![("model".into(), "cli-model".into())];
     let second = new_manager();
-    let (resumed, before) = second.resume_thread(&id, &elsewhere).expect("resume");
-    let configured = configured_event(&resumed, before).await;
+    let (resumed, before) = second.open(&id, &elsewhere).await.expect("resume");
+    let configured = configured_event(&resumed, before.expect("resumed from disk")).await;
     assert_eq!(configured.model, "mock-model");
     assert_eq!(configured.approval_policy.as_str(), "never");
     assert_eq!(
@@ -193,9 +198,11 @@ async fn saved_settings_win_over_config_toml_but_not_over_per_call_ones() {
 
     elsewhere.overrides.model = Some("per-call-model".into());
     let third = new_manager();
-    let (resumed, before) = third.resume_thread(&id, &elsewhere).expect("resume");
+    let (resumed, before) = third.open(&id, &elsewhere).await.expect("resume");
     assert_eq!(
-        configured_event(&resumed, before).await.model,
+        configured_event(&resumed, before.expect("resumed from disk"))
+            .await
+            .model,
         "per-call-model"
     );
     third.shutdown_all().await;
@@ -208,10 +215,11 @@ async fn a_thread_live_in_one_manager_is_locked_for_another_and_shared_by_its_ow
     let layers = layers(&home);
     let manager = new_manager();
     let thread = manager
-        .start_thread(layers.load().expect("config"))
+        .start(layers.load().expect("config"))
+        .await
         .expect("start");
 
-    let (same, resumed_after) = manager.get_or_resume(thread.id(), &layers).expect("live");
+    let (same, resumed_after) = manager.open(thread.id(), &layers).await.expect("live");
     assert!(Arc::ptr_eq(&same, &thread));
     assert!(
         resumed_after.is_none(),
@@ -219,9 +227,7 @@ async fn a_thread_live_in_one_manager_is_locked_for_another_and_shared_by_its_ow
     );
 
     let other = new_manager();
-    let err = other
-        .resume_thread(thread.id(), &layers)
-        .expect_err("locked");
+    let err = other.open(thread.id(), &layers).await.expect_err("locked");
     assert!(matches!(err, ResumeError::Locked));
     assert_eq!(err.to_string(), "thread is open in another process");
     assert!(!err.is_not_found());
@@ -234,12 +240,74 @@ async fn an_unknown_thread_is_not_found() {
     let home = TestHome::new(&server.base_url());
     let manager = new_manager();
     let id = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
-    let err = manager
-        .get_or_resume(id, &layers(&home))
-        .expect_err("missing");
+    let err = manager.open(id, &layers(&home)).await.expect_err("missing");
     assert!(err.is_not_found());
     assert_eq!(
         err.to_string(),
         format!("Session not found for thread_id: {id}")
     );
+}
+
+/// Opening a thread reads its rollout on the blocking pool, never on the runtime: with a
+/// rollout that cannot be read yet (a FIFO nobody writes, standing in for a stalled disk),
+/// another task of a one-thread runtime still runs while the open waits.
+#[test]
+fn opening_a_thread_waits_for_its_rollout_off_the_runtime() {
+    let server = MockModelServer::start();
+    let home = TestHome::new(&server.base_url());
+    let id = uuid::Uuid::now_v7().to_string();
+    // A rollout renamed by hand within its day directory is still found, and read.
+    let expected = deputy_core::rollout::rollout_path(home.path(), &id).expect("a UUIDv7");
+    let day = expected.parent().expect("a day directory");
+    std::fs::create_dir_all(day).expect("mkdir");
+    let fifo = day.join(format!("rollout-stalled-{id}.jsonl"));
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+
+    let (ran_meanwhile, meanwhile) = std::sync::mpsc::channel::<()>();
+    let (opened, done) = std::sync::mpsc::channel::<()>();
+    // The disk "recovers" once the runtime has shown it still runs, or after a while
+    // when it does not, so that a blocked runtime fails this test instead of hanging it.
+    let disk = std::thread::spawn(move || {
+        let unblocked = meanwhile.recv_timeout(Duration::from_secs(5)).is_ok();
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .expect("open the FIFO");
+        file.write_all(b"not a session\n").expect("write");
+        // Held open (a writer keeps the reader from seeing the end) until the open is over.
+        let _ = done.recv_timeout(Duration::from_secs(30));
+        unblocked
+    });
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result = runtime.block_on(async {
+        let manager = new_manager();
+        let layers = layers(&home);
+        let (started, has_started) = tokio::sync::oneshot::channel();
+        let opening = tokio::spawn(async move {
+            let _ = started.send(());
+            manager.open(&id, &layers).await.map(|_| ())
+        });
+        has_started.await.expect("the open began");
+        // Runs only if the open let go of the runtime's one thread.
+        let _ = ran_meanwhile.send(());
+        let result = opening.await.expect("the open task");
+        let _ = opened.send(());
+        result
+    });
+    assert!(
+        disk.join().expect("the disk thread"),
+        "the runtime was blocked while the rollout could not be read"
+    );
+    // A FIFO is no rollout: a clear error, not a thread.
+    let err = result.expect_err("a FIFO cannot be resumed");
+    assert!(matches!(err, ResumeError::Io(_)), "{err:?}");
 }

@@ -83,7 +83,7 @@ pub async fn run_exec(
     stop: impl Future<Output = i32>,
 ) -> anyhow::Result<i32> {
     config.check_api_key()?;
-    let thread = manager.start_thread(config)?;
+    let thread = manager.start(config).await?;
     // From the start of the log: `session_configured` and any configuration warnings.
     run_turn_on(thread, Some(0), options, stop).await
 }

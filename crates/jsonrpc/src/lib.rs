@@ -8,6 +8,10 @@
 //! discarded as it streams, its edges kept so that it can be answered); every queue is
 //! bounded; nothing here knows a protocol's methods.
 
+// Code here runs on the async runtime: no blocking std calls (see clippy.toml); test
+// code may block (its fixtures are files).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 pub mod access;
 mod frame;
 mod line_reader;

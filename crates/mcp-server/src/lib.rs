@@ -8,6 +8,10 @@
 //! `tools/call` into engine ops and engine events into `codex/event`
 //! notifications, elicitations and progress.
 
+// Code here runs on the async runtime: no blocking std calls (see clippy.toml); test
+// code may block (its fixtures are files).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod compat;
 mod framed;
 mod http;

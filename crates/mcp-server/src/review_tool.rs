@@ -143,7 +143,7 @@ pub(crate) async fn call_review(
         Ok(config) => config,
         Err(err) => return error(format!("Failed to load configuration: {err}")),
     };
-    let thread = match manager.start_thread(config) {
+    let thread = match manager.start(config).await {
         Ok(thread) => thread,
         Err(err) => return error(format!("Failed to start session: {err}")),
     };

@@ -112,7 +112,7 @@ impl DeputyServer {
         if let Err(err) = config.check_api_key() {
             return tool_result(None, err.to_string(), true).into();
         }
-        let thread = match self.manager.start_thread(config) {
+        let thread = match self.manager.start(config).await {
             Ok(thread) => thread,
             Err(err) => {
                 return tool_result(None, format!("Failed to start session: {err}"), true).into();
@@ -150,22 +150,10 @@ impl DeputyServer {
         if let Err(err) = deputy_core::rollout::parse_thread_id(&id) {
             return tool_result(None, err.to_string(), true).into();
         }
-        // A thread from an earlier server process is resumed from its rollout;
-        // reading it is file I/O, kept off the async workers.
-        let (manager, layers, lookup_id) = (self.manager.clone(), self.layers.clone(), id.clone());
-        let found =
-            tokio::task::spawn_blocking(move || manager.get_or_resume(&lookup_id, &layers)).await;
-        let (thread, resumed_after) = match found {
-            Ok(Ok(found)) => found,
-            Ok(Err(err)) => return tool_result(Some(&id), err.to_string(), true).into(),
-            Err(err) => {
-                return tool_result(
-                    Some(&id),
-                    format!("resuming the session failed: {err}"),
-                    true,
-                )
-                .into();
-            }
+        // A thread from an earlier server process is resumed from its rollout.
+        let (thread, resumed_after) = match self.manager.open(&id, &self.layers).await {
+            Ok(found) => found,
+            Err(err) => return tool_result(Some(&id), err.to_string(), true).into(),
         };
         // A turn per call: a thread whose turn is still running is busy, not queued behind.
         if thread.is_busy() {

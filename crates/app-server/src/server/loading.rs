@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::protocol::{ClientRequest, JsonRpcError, RequestId, ThreadStartResponse, methods};
 
-use super::{Server, blocking, load_error};
+use super::{Server, load_error};
 
 /// A `thread/resume` done: the thread, the seq before its new `session_configured` when
 /// this call resumed it, and the response.
@@ -106,11 +106,11 @@ impl Server {
                 let lookup = key.clone();
                 self.waiting.insert(key.clone(), vec![(id, request)]);
                 tokio::spawn(async move {
-                    let id = lookup.clone();
-                    let result = blocking(move || manager.get_or_resume(&id, &layers))
+                    let result = manager
+                        .open(&lookup, &layers)
                         .await
-                        .and_then(|resumed| resumed.map_err(|e| load_error(&lookup, e)))
-                        .map(|_| ());
+                        .map(|_| ())
+                        .map_err(|e| load_error(&lookup, e));
                     let _ = loaded.send(Loaded {
                         thread_id: key,
                         outcome: Outcome::Ready(result),

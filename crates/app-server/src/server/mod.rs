@@ -351,11 +351,9 @@ pub(super) async fn load(
     if let Some(thread) = manager.get(thread_id) {
         return Ok((thread, None));
     }
-    let manager = manager.clone();
-    let id = thread_id.to_string();
-    // Reading a rollout is file I/O, and waits on a thread being unloaded.
-    blocking(move || manager.get_or_resume(&id, &layers))
-        .await?
+    manager
+        .open(thread_id, &layers)
+        .await
         .map_err(|err| load_error(thread_id, err))
 }
 

@@ -42,7 +42,8 @@ impl Server {
                 })?;
             let thread = self
                 .manager
-                .start_thread(config)
+                .start(config)
+                .await
                 .map_err(|e| JsonRpcError::internal(e.to_string()))?;
             let home = self.layers.deputy_home.clone();
             let response =

@@ -6,6 +6,9 @@
 //! [`ModelError::Stream`] and retried by the caller, which has already shown
 //! the partial output.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod chat;
 mod model_client;
 mod responses;

@@ -119,7 +119,11 @@ impl ModelClient {
         on_retry: &(dyn Fn(RetryNotice) + Send + Sync),
     ) -> Result<ResponseStream, ModelError> {
         let mut headers = self.headers.clone();
-        if let Some(key) = self.provider.api_key().map_err(ModelError::Config)? {
+        if let Some(key) = self
+            .provider
+            .api_key()
+            .map_err(|e| ModelError::Config(e.to_string()))?
+        {
             let value = HeaderValue::try_from(format!("Bearer {}", key.trim())).map_err(|_| {
                 ModelError::Config("the API key is not a valid header value".into())
             })?;

@@ -200,8 +200,13 @@ fn seconds(key: &str, secs: f64) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{key}` must be a positive number of seconds, not {secs}"))
 }
 
+/// A name that cannot name an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid MCP server name `mcp_servers.{0}`: use letters, digits, `_` and `-` only")]
+pub struct InvalidServerName(pub String);
+
 /// Whether `name` can name a server: the tool names the model sees are built from it.
-pub fn check_server_name(name: &str) -> Result<(), String> {
+pub fn check_server_name(name: &str) -> Result<(), InvalidServerName> {
     if !name.is_empty()
         && name
             .chars()
@@ -209,9 +214,7 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
     {
         Ok(())
     } else {
-        Err(format!(
-            "invalid MCP server name `mcp_servers.{name}`: use letters, digits, `_` and `-` only"
-        ))
+        Err(InvalidServerName(name.to_string()))
     }
 }
 

@@ -22,8 +22,8 @@ use serde::Deserialize;
 use crate::exec_env::ShellEnvironmentPolicy;
 
 pub use mcp_servers::{
-    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
-    check_server_name as check_mcp_server_name,
+    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, InvalidServerName, McpServerConfig,
+    McpServerTransport, check_server_name as check_mcp_server_name,
 };
 pub use model_list::{ConfiguredModel, configured_models};
 pub use model_settings::{
@@ -31,7 +31,7 @@ pub use model_settings::{
     WebSearchMode,
 };
 pub use overrides::{json_to_toml, parse_cli_override};
-pub use provider::{ModelProviderInfo, built_in_providers};
+pub use provider::{MissingApiKey, ModelProviderInfo, built_in_providers};
 
 /// Model used when nothing selects one.
 pub const DEFAULT_MODEL: &str = "gpt-5-codex";
@@ -494,7 +494,8 @@ impl ConfigLayers {
             ))
         })?;
         for name in toml.mcp_servers.keys() {
-            mcp_servers::check_server_name(name).map_err(ConfigError::Semantic)?;
+            mcp_servers::check_server_name(name)
+                .map_err(|e| ConfigError::Semantic(e.to_string()))?;
         }
         let cwd = resolve_cwd(o.cwd.as_deref())?;
         let model = o

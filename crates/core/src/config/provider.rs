@@ -15,6 +15,16 @@ pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
 /// Upper bound on either retry count, whatever the config says.
 const MAX_RETRIES_CAP: u64 = 100;
 
+/// A provider's API key is not in the environment (unset, or empty).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variables} is not set; provider `{provider}` reads its API key from it")]
+pub struct MissingApiKey {
+    /// The variables the key is read from, as a user reads them (`A or B`).
+    pub variables: String,
+    /// The provider's display name.
+    pub provider: String,
+}
+
 /// How to reach one model server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelProviderInfo {
@@ -73,9 +83,9 @@ impl ModelProviderInfo {
         )
     }
 
-    /// The bearer token from `preferred_env_key` or else `env_key`, if set and present
-    /// in the environment.
-    pub fn api_key(&self) -> Result<Option<String>, String> {
+    /// The bearer token from `preferred_env_key` or else `env_key`: `None` for a provider
+    /// that needs no key, an error when its key is not in the environment.
+    pub fn api_key(&self) -> Result<Option<String>, MissingApiKey> {
         let Some(var) = &self.env_key else {
             return Ok(None);
         };
@@ -83,12 +93,9 @@ impl ModelProviderInfo {
         if let Some(key) = self.preferred_env_key.as_deref().and_then(set) {
             return Ok(Some(key));
         }
-        set(var).map(Some).ok_or_else(|| {
-            format!(
-                "{} is not set; provider `{}` reads its API key from it",
-                self.key_variables(),
-                self.name
-            )
+        set(var).map(Some).ok_or_else(|| MissingApiKey {
+            variables: self.key_variables(),
+            provider: self.name.clone(),
         })
     }
 
@@ -136,4 +143,37 @@ pub fn built_in_providers(openai_base_url: Option<&str>) -> BTreeMap<String, Mod
         ..openai.clone()
     };
     BTreeMap::from([("openai".into(), openai), ("ollama".into(), ollama)])
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn a_key_missing_from_the_environment_is_an_error_naming_every_variable() {
+        let mut provider = built_in_providers(None).remove("openai").unwrap();
+        provider.preferred_env_key = Some("DEPUTY_PROVIDER_TEST_PREFERRED_NEVER_SET".into());
+        provider.env_key = Some("DEPUTY_PROVIDER_TEST_KEY_NEVER_SET".into());
+        let err = provider.api_key().unwrap_err();
+        let variables =
+            "DEPUTY_PROVIDER_TEST_PREFERRED_NEVER_SET or DEPUTY_PROVIDER_TEST_KEY_NEVER_SET";
+        assert_eq!(
+            err,
+            MissingApiKey {
+                variables: variables.into(),
+                provider: provider.name.clone(),
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{variables} is not set; provider `{}` reads its API key from it",
+                provider.name
+            )
+        );
+        provider.env_key = None;
+        assert_eq!(provider.api_key(), Ok(None), "a provider that needs no key");
+    }
 }

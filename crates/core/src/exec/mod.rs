@@ -10,6 +10,9 @@
 //! `block_in_place`: the launcher dies when the thread that spawned it exits (its
 //! parent-death signal follows that thread), and blocking-pool threads exit when idle.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod capture;
 mod format;
 
@@ -137,6 +140,10 @@ impl ProcessGroupGuard {
 }
 
 impl Drop for ProcessGroupGuard {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the grace period is slept on a thread of its own, never on the runtime"
+    )]
     fn drop(&mut self) {
         let Some(pgid) = self.0.take() else {
             return;
@@ -177,6 +184,10 @@ pub(crate) struct Started {
 
 /// Starts `req` with the standard streams `stdio` sets up. Must be called on a thread that
 /// lives as long as deputy (see the module's documentation).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a stat before the fork: a command must be spawned from a long-lived runtime thread (see the module docs)"
+)]
 pub(crate) fn start(
     req: &ExecRequest,
     stdio: impl FnOnce(&mut Command),

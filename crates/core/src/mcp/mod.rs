@@ -15,6 +15,9 @@
 //! This is the engine reaching tools, as `client/` is the engine reaching the model: the
 //! front doors never see MCP servers, only the items and events below.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod approval;
 mod client;
 mod names;

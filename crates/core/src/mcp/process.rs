@@ -109,6 +109,10 @@ impl Drop for ServerProcess {
 }
 
 /// Starts the server of `spec` through `launcher` (deputy's binary) when there is one.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a stat before the fork: a server process must be spawned from a long-lived runtime thread"
+)]
 pub(crate) fn spawn(spec: &StdioSpec<'_>, launcher: Option<&Path>) -> Result<Started, String> {
     let cwd = match spec.cwd {
         Some(dir) if dir.is_absolute() => dir.to_path_buf(),

@@ -9,6 +9,9 @@
 //! the parent's history. The change itself comes from git run in the read-only sandbox,
 //! with every program the repository's configuration names switched off ([`git_command`]).
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod git;
 mod git_command;
 mod output;

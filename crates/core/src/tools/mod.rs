@@ -1,5 +1,8 @@
 //! The tools the model can call: the per-turn registry and deputy's own tools.
 
+// Runs on the async runtime: no blocking std calls (see clippy.toml).
+#![cfg_attr(not(test), warn(clippy::disallowed_methods))]
+
 mod builtin;
 mod patch;
 mod registry;

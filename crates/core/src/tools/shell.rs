@@ -45,6 +45,7 @@ pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<
     let config = &ctx.config;
     let sandbox = sandboxing::availability(config);
     let item = CommandItem::new(ctx, req);
+    let approval = session_approval(config, req).await;
     let assessment = assess_exec(ExecRequestFacts {
         policy: config.approval_policy,
         mode: config.sandbox_mode,
@@ -53,7 +54,7 @@ pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<
         approved_for_session: ctx
             .session
             .approvals
-            .command_approved_for_session(&session_approval(config, req)),
+            .command_approved_for_session(&approval),
         sandbox_available: sandbox.as_ref().map(|_| ()).map_err(String::as_str),
     });
     match assessment {
@@ -160,7 +161,7 @@ async fn ask(
         ApprovalDecision::ApprovedForSession => {
             ctx.session
                 .approvals
-                .approve_command_for_session(session_approval(&ctx.config, req));
+                .approve_command_for_session(session_approval(&ctx.config, req).await);
             Ok(None)
         }
         ApprovalDecision::Abort => {
@@ -179,11 +180,16 @@ async fn ask(
 }
 
 /// What an `approved_for_session` answer to this request covers.
-fn session_approval(config: &crate::config::Config, req: &ShellRequest<'_>) -> CommandApproval {
+async fn session_approval(
+    config: &crate::config::Config,
+    req: &ShellRequest<'_>,
+) -> CommandApproval {
     CommandApproval {
         argv: req.argv.clone(),
         // The same directory reached through another spelling (`sub/..`, a symlink) is the same place.
-        cwd: req.cwd.canonicalize().unwrap_or_else(|_| req.cwd.clone()),
+        cwd: tokio::fs::canonicalize(&req.cwd)
+            .await
+            .unwrap_or_else(|_| req.cwd.clone()),
         sandbox_mode: config.sandbox_mode,
     }
 }

@@ -35,7 +35,7 @@ async fn global_then_repository_root_then_nested_directories_in_one_message_sent
     std::fs::write(repo.join("pkg/AGENTS.md"), "pkg rule\n").unwrap();
     std::fs::write(cwd.join("AGENTS.md"), "inner rule").unwrap();
     let manager = manager();
-    let thread = start(&manager, &home, &cwd);
+    let thread = start(&manager, &home, &cwd).await;
 
     let events = run_first_turn(&thread, "first").await;
     assert_eq!(completed_with(&events), "one");
@@ -76,7 +76,7 @@ async fn outside_a_repository_only_the_cwds_own_file_is_read() {
     std::fs::write(home.workspace().join("AGENTS.md"), "parent rule").unwrap();
     std::fs::write(cwd.join("AGENTS.md"), "own rule").unwrap();
     let manager = manager();
-    let thread = start(&manager, &home, &cwd);
+    let thread = start(&manager, &home, &cwd).await;
 
     completed_with(&run_first_turn(&thread, "go").await);
 
@@ -99,7 +99,7 @@ async fn the_instructions_are_capped_at_project_doc_max_bytes_and_the_cut_is_not
     std::fs::write(home.path().join("AGENTS.md"), "0123456").unwrap();
     std::fs::write(home.workspace().join("AGENTS.md"), "ABCDEFGHIJ").unwrap();
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let events = run_first_turn(&thread, "go").await;
 
@@ -133,9 +133,9 @@ async fn zero_bytes_or_no_file_sends_no_instructions_message() {
     let none = home_with(&server, "");
     let manager = manager();
 
-    let thread = start(&manager, &disabled, disabled.workspace());
+    let thread = start(&manager, &disabled, disabled.workspace()).await;
     completed_with(&run_first_turn(&thread, "go").await);
-    let thread = start(&manager, &none, none.workspace());
+    let thread = start(&manager, &none, none.workspace()).await;
     completed_with(&run_first_turn(&thread, "go").await);
 
     for request in server.requests() {
@@ -159,7 +159,7 @@ async fn a_file_that_is_not_utf8_is_skipped_with_a_warning_and_the_turn_goes_on(
     std::fs::write(repo.join("AGENTS.md"), b"\xff\xfe\x00 not text").unwrap();
     std::fs::write(cwd.join("AGENTS.md"), "nested rule").unwrap();
     let manager = manager();
-    let thread = start(&manager, &home, &cwd);
+    let thread = start(&manager, &home, &cwd).await;
 
     let events = run_first_turn(&thread, "go").await;
 

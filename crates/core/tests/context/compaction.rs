@@ -58,7 +58,7 @@ async fn reported_usage_past_the_limit_compacts_before_the_next_request_and_the_
     ]);
     let home = home_with(&server, "model_context_window = 10000");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let events = run_turn(&thread, "do the task").await;
 
@@ -134,7 +134,7 @@ async fn a_context_length_error_compacts_and_retries_the_request_once() {
     ]);
     let home = home_with(&server, "");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     completed_with(&run_turn(&thread, "first task").await);
     let events = run_turn(&thread, "second task").await;
@@ -187,7 +187,7 @@ async fn a_chat_servers_context_error_in_words_compacts_too() {
     ]);
     let home = chat_home_with(&server, "");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     completed_with(&run_turn(&thread, "first task").await);
     let events = run_turn(&thread, "second task").await;
@@ -227,7 +227,7 @@ async fn a_resumed_thread_continues_from_the_compacted_history() {
     ]);
     let home = home_with(&server, "model_context_window = 10000");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
     let id = thread.id().to_string();
     completed_with(&run_turn(&thread, "do the task").await);
     manager.shutdown_all().await;
@@ -248,9 +248,10 @@ async fn a_resumed_thread_continues_from_the_compacted_history() {
     server.push(MockResponse::text_turn("after resume"));
     let manager = crate::manager();
     let (thread, before) = manager
-        .resume_thread(&id, &layers_at(&home, home.workspace()))
+        .open(&id, &layers_at(&home, home.workspace()))
+        .await
         .expect("resume");
-    let resumed = read_turn_configured(&thread, before).await;
+    let resumed = read_turn_configured(&thread, before.expect("resumed from disk")).await;
     assert_eq!(resumed, 4, "history_entry_count of the compacted history");
     assert_eq!(
         completed_with(&run_turn(&thread, "next").await),
@@ -289,7 +290,7 @@ async fn a_turn_that_compacts_three_times_still_finishes() {
     ]);
     let home = home_with(&server, "model_context_window = 10000");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let events = run_turn(&thread, "long task").await;
 
@@ -322,7 +323,7 @@ async fn compact_on_request_runs_as_a_turn_of_its_own_with_the_configured_prompt
     ]);
     let home = home_with(&server, "compact_prompt = \"Summarize, please.\"");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
     completed_with(&run_turn(&thread, "question").await);
 
     let after = thread.last_seq();
@@ -402,7 +403,7 @@ async fn the_summary_request_drops_the_oldest_tool_outputs_to_fit_the_window() {
         "model_context_window = 3000\nmodel_auto_compact_token_limit = 1000000\nbase_instructions = \"Test.\"",
     );
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
     completed_with(&run_turn(&thread, "first task").await);
 
     let events = run_turn(&thread, "next task").await;
@@ -455,7 +456,7 @@ async fn a_server_that_reports_no_usage_still_compacts_from_the_estimated_size()
     ]);
     let home = chat_home_with(&server, "model_context_window = 6000");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let events = run_turn(&thread, "task").await;
 
@@ -501,14 +502,15 @@ async fn a_callers_compact_prompt_outlives_a_restart() {
     let manager = manager();
     let mut layers = layers_at(&home, home.workspace());
     layers.overrides.compact_prompt = Some("Per-call prompt.".into());
-    let thread = manager.start_thread(layers.load().unwrap()).expect("start");
+    let thread = manager.start(layers.load().unwrap()).await.expect("start");
     let id = thread.id().to_string();
     completed_with(&run_turn(&thread, "question").await);
     manager.shutdown_all().await;
 
     let manager = crate::manager();
     let (thread, _) = manager
-        .resume_thread(&id, &layers_at(&home, home.workspace()))
+        .open(&id, &layers_at(&home, home.workspace()))
+        .await
         .expect("resume");
     let after = thread.last_seq();
     let turn_id = thread.submit_compact("compact".into()).unwrap();

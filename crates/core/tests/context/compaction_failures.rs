@@ -24,7 +24,7 @@ async fn a_history_too_long_even_compacted_fails_the_turn_instead_of_looping() {
     ]);
     let home = home_with(&server, "");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     completed_with(&run_turn(&thread, "first").await);
     let events = run_turn(&thread, "second").await;
@@ -54,7 +54,7 @@ async fn a_failed_summary_request_ends_the_turn_with_a_clear_error_and_the_threa
     ]);
     let home = home_with(&server, "");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     completed_with(&run_turn(&thread, "first").await);
     let events = run_turn(&thread, "second").await;
@@ -103,7 +103,7 @@ async fn an_interrupted_compaction_leaves_the_history_as_it_was() {
     ]);
     let home = home_with(&server, "");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
     completed_with(&run_turn(&thread, "first").await);
 
     let after = thread.last_seq();

@@ -43,7 +43,7 @@ async fn responses_usage_is_reported_per_request_and_summed_over_the_thread() {
     ]);
     let home = home_with(&server, "model_context_window = 50000");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let first = run_turn(&thread, "go").await;
     let second = run_turn(&thread, "more").await;
@@ -114,7 +114,7 @@ async fn chat_asks_for_usage_and_reports_every_count_it_gets() {
     let config = std::fs::read_to_string(home.config_path()).unwrap();
     home.write_config(&config.replace("\"mock-model\"", "\"qwen2.5-coder:7b\""));
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let events = run_turn(&thread, "go").await;
 
@@ -156,7 +156,7 @@ async fn a_response_without_usage_reports_none_and_the_window_stays_unknown_for_
     ]));
     let home = chat_home_with(&server, "");
     let manager = manager();
-    let thread = start(&manager, &home, home.workspace());
+    let thread = start(&manager, &home, home.workspace()).await;
 
     let events = run_turn(&thread, "go").await;
 

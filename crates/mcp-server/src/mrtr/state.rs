@@ -82,6 +82,10 @@ impl StateCodec {
 }
 
 /// Reads the key, or creates it from the kernel's random source when there is none.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "blocking: `StateCodec::load` runs in spawn_blocking"
+)]
 fn read_or_create_key(path: &PathBuf) -> io::Result<Vec<u8>> {
     match fs::read(path) {
         Ok(key) if key.len() >= KEY_BYTES => return Ok(key),

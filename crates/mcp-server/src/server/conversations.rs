@@ -124,7 +124,7 @@ impl Conversations {
         if let Err(err) = config.check_api_key() {
             return failure(err.to_string());
         }
-        let thread = match self.manager.start_thread(config) {
+        let thread = match self.manager.start(config).await {
             Ok(thread) => thread,
             Err(err) => return failure(format!("Failed to start conversation: {err}")),
         };
@@ -345,21 +345,13 @@ impl Conversations {
         if let Err(err) = parse_thread_id(id) {
             return Err(failure(err.to_string()));
         }
-        let (manager, layers, lookup) = (self.manager.clone(), self.layers.clone(), id.to_string());
-        let found =
-            tokio::task::spawn_blocking(move || manager.get_or_resume(&lookup, &layers)).await;
-        match found {
-            Ok(Ok((thread, _))) => Ok(thread),
-            Ok(Err(ResumeError::NotFound(_))) => {
-                Err(failure(format!("Conversation not found: {id}")))
-            }
-            Ok(Err(ResumeError::Locked)) => Err(failure(format!(
+        match self.manager.open(id, &self.layers).await {
+            Ok((thread, _)) => Ok(thread),
+            Err(ResumeError::NotFound(_)) => Err(failure(format!("Conversation not found: {id}"))),
+            Err(ResumeError::Locked) => Err(failure(format!(
                 "Conversation {id} is open in another process; it can only be used there until that process lets it go"
             ))),
-            Ok(Err(err)) => Err(failure(format!("Conversation {id}: {err}"))),
-            Err(err) => Err(failure(format!(
-                "Conversation {id}: resuming failed: {err}"
-            ))),
+            Err(err) => Err(failure(format!("Conversation {id}: {err}"))),
         }
     }
 }

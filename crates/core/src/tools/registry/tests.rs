@@ -275,7 +275,7 @@ fn thread_state_is_one_value_per_type() {
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A thread of `model` at the mock server of `home`, with the test tools added.
-fn thread_with_test_tools(
+async fn thread_with_test_tools(
     home: &TestHome,
     manager: &ThreadManager,
     model: &str,
@@ -283,7 +283,7 @@ fn thread_with_test_tools(
     let mut layers = ConfigLayers::new(home.path().to_path_buf());
     layers.overrides.cwd = Some(home.workspace().to_path_buf());
     layers.overrides.model = Some(model.to_string());
-    let thread = manager.start_thread(layers.load().unwrap()).unwrap();
+    let thread = manager.start(layers.load().unwrap()).await.unwrap();
     for tool in test_tools() {
         thread.add_tool(tool).unwrap();
     }
@@ -338,7 +338,7 @@ async fn a_tool_added_through_the_registry_is_offered_and_its_output_returned() 
         MockResponse::text_turn("Again."),
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
-    let thread = thread_with_test_tools(&home, &manager, "gpt-4o");
+    let thread = thread_with_test_tools(&home, &manager, "gpt-4o").await;
 
     assert!(matches!(
         run_turn(&thread, "look up seam").await,
@@ -420,7 +420,7 @@ async fn on_chat_a_namespace_is_flat_names_and_a_freeform_tool_a_function_taking
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
     // A model deputy does not know takes no images.
-    let thread = thread_with_test_tools(&home, &manager, "mock-model");
+    let thread = thread_with_test_tools(&home, &manager, "mock-model").await;
 
     assert!(matches!(
         run_turn(&thread, "look up seam").await,
@@ -467,7 +467,7 @@ async fn a_call_of_a_tool_that_is_not_offered_is_told_what_is() {
         MockResponse::text_turn("Sorry."),
     ]);
     let manager = ThreadManager::new(None, SessionSource::Exec);
-    let thread = thread_with_test_tools(&home, &manager, "mock-model");
+    let thread = thread_with_test_tools(&home, &manager, "mock-model").await;
 
     run_turn(&thread, "browse").await;
 

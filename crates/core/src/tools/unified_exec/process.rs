@@ -283,6 +283,10 @@ fn exit_code_of(status: std::process::ExitStatus) -> i32 {
 
 /// A new pseudo-terminal: its master and its slave, both close-on-exec from the start (no
 /// other command started meanwhile can inherit either), sized 80×24.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "opens a pty slave (a device that does not block), next to the fork that must stay on this thread"
+)]
 fn open_pty() -> Result<(OwnedFd, OwnedFd), ExecError> {
     let io = |e: nix::Error| ExecError::Io(std::io::Error::from(e));
     let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).map_err(io)?;
