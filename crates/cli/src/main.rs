@@ -324,15 +324,17 @@ fn one_line(err: &anyhow::Error) -> String {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         // With stderr closed (`deputy exec … 2>&1 | head`), logging must fail quietly.
-        .log_internal_errors(false)
-        .init();
+        .log_internal_errors(false);
+    // Without RUST_LOG a plain level does: building an `EnvFilter` compiles its directive
+    // matchers, code and pages every start-up would pay for a filter nobody asked for.
+    match tracing_subscriber::EnvFilter::try_from_default_env() {
+        Ok(filter) => subscriber.with_env_filter(filter).init(),
+        Err(_) => subscriber.with_max_level(tracing::Level::WARN).init(),
+    }
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -602,11 +604,22 @@ fn launcher() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
+/// Logs what the sandbox can do here, from a thread of its own: the probe forks a child
+/// that tries to create namespaces (several milliseconds of kernel work), which a front
+/// door must not wait for before it answers. Commands that need the result ask the same
+/// probe, which computes it once.
 fn log_sandbox_support() {
-    match deputy_sandbox::probe() {
-        Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
-        Ok(support) => tracing::warn!("sandbox: {support}"),
-        Err(why) => tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}"),
+    let spawned = std::thread::Builder::new()
+        .name("sandbox-probe".into())
+        .spawn(|| match deputy_sandbox::probe() {
+            Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
+            Ok(support) => tracing::warn!("sandbox: {support}"),
+            Err(why) => {
+                tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}")
+            }
+        });
+    if let Err(err) = spawned {
+        tracing::warn!("cannot probe the sandbox: {err}");
     }
 }
 
