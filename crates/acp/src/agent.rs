@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -22,6 +23,7 @@ use agent_client_protocol::{Client, Error, ErrorCode};
 use deputy_core::config::{Config, ConfigLayers, configured_models};
 use deputy_core::{ResumeError, Thread, ThreadManager};
 
+use crate::client_servers::client_servers;
 use crate::history;
 use crate::input::{available_commands, prompt_capabilities, prompt_work};
 use crate::modes::{current_mode, is_model_option, mode_overrides, mode_state, model_option};
@@ -36,6 +38,9 @@ pub(crate) struct AcpAgent {
     manager: Arc<ThreadManager>,
     layers: ConfigLayers,
     sessions: Sessions,
+    /// Whether the client said at `initialize` that it fills in forms
+    /// (`elicitation.form`): MCP servers' forms are then relayed to it.
+    forms: AtomicBool,
 }
 
 type Reply = Result<(), Error>;
@@ -47,6 +52,7 @@ impl AcpAgent {
             manager,
             layers,
             sessions: Sessions::default(),
+            forms: AtomicBool::new(false),
         }
     }
 
@@ -58,6 +64,12 @@ impl AcpAgent {
         responder: Responder<InitializeResponse>,
     ) -> Reply {
         tracing::debug!(requested = %request.protocol_version, "initialize");
+        let forms = request
+            .client_capabilities
+            .elicitation
+            .as_ref()
+            .is_some_and(|elicitation| elicitation.form.is_some());
+        self.forms.store(forms, Ordering::Relaxed);
         let auth_methods = match self.layers.load() {
             Ok(config) => missing_key(&config)
                 .map(|(var, _)| {
@@ -77,8 +89,8 @@ impl AcpAgent {
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(prompt_capabilities())
-            // No MCP client in the engine yet: the client's servers are not connected.
-            .mcp_capabilities(McpCapabilities::new().http(false).sse(false));
+            // The client's servers join the session's configured ones (`client_servers`).
+            .mcp_capabilities(McpCapabilities::new().http(true).sse(false));
         responder.respond(
             InitializeResponse::new(ProtocolVersion::V1)
                 .agent_capabilities(capabilities)
@@ -105,7 +117,10 @@ impl AcpAgent {
                 ),
             ));
         }
-        match self.config(None).and_then(|config| key_present(&config)) {
+        match self
+            .config(None, &[])
+            .and_then(|config| key_present(&config))
+        {
             Ok(()) => responder.respond(AuthenticateResponse::new()),
             Err(error) => responder.respond_with_error(error),
         }
@@ -119,7 +134,7 @@ impl AcpAgent {
         client: ConnectionTo<Client>,
     ) -> Reply {
         let started = async {
-            let config = self.config(Some(&request.cwd))?;
+            let config = self.config(Some(&request.cwd), &request.mcp_servers)?;
             key_present(&config)?;
             let manager = self.manager.clone();
             blocking(move || manager.start_thread(config))
@@ -190,6 +205,9 @@ impl AcpAgent {
     async fn load(&self, request: &LoadSessionRequest) -> Result<(Arc<Session>, u64), Error> {
         let mut layers = self.layers.clone();
         layers.overrides.cwd = Some(checked_cwd(&request.cwd)?);
+        layers
+            .call_overrides
+            .extend(client_servers(&request.mcp_servers).overrides);
         key_present(
             &layers
                 .load()
@@ -231,8 +249,9 @@ impl AcpAgent {
         let Ok(cancel) = session.begin_prompt() else {
             return responder.respond_with_error(busy(&session.id));
         };
+        let forms = self.forms.load(Ordering::Relaxed);
         tokio::spawn(async move {
-            let result = run_prompt(&session, work, &cancel, client).await;
+            let result = run_prompt(&session, work, &cancel, client, forms).await;
             // Over before it is answered: the client may prompt again at once.
             session.end_prompt();
             let _ = responder.respond_with_result(result);
@@ -361,41 +380,35 @@ impl AcpAgent {
             .ok_or_else(|| acp::Error::session_not_found(id.clone()).into())
     }
 
-    /// The configuration, in `cwd` when given.
-    fn config(&self, cwd: Option<&Path>) -> Result<Config, Error> {
+    /// The configuration, in `cwd` when given, with the client's MCP servers.
+    fn config(&self, cwd: Option<&Path>, servers: &[McpServer]) -> Result<Config, Error> {
         let mut layers = self.layers.clone();
         if let Some(cwd) = cwd {
             layers.overrides.cwd = Some(checked_cwd(cwd)?);
         }
+        layers
+            .call_overrides
+            .extend(client_servers(servers).overrides);
         layers.load().map_err(|err| config_error(&err.to_string()))
     }
 }
 
-/// What a new or loaded session is told after its answer: the slash commands, and that
-/// the client's MCP servers are not used.
+/// What a new or loaded session is told after its answer: the slash commands, and which
+/// of the client's MCP servers cannot be used.
 fn announce(updates: &UpdateSender, mcp_servers: &[McpServer]) {
     updates.send(SessionUpdate::AvailableCommandsUpdate(
         AvailableCommandsUpdate::new(available_commands()),
     ));
-    if !mcp_servers.is_empty() {
-        let names: Vec<&str> = mcp_servers.iter().map(server_name).collect();
-        tracing::warn!(?names, "the client's MCP servers are not connected");
+    let refused = client_servers(mcp_servers).refused;
+    if !refused.is_empty() {
+        tracing::warn!(?refused, "some of the client's MCP servers are not used");
         updates.send(SessionUpdate::Notice(
             Notice::new(
                 NoticeSeverity::Warning,
-                "deputy does not connect to the client's MCP servers yet",
+                "deputy cannot use some of the client's MCP servers",
             )
-            .description(format!("Not connected: {}.", names.join(", "))),
+            .description(refused.join("\n")),
         ));
-    }
-}
-
-fn server_name(server: &McpServer) -> &str {
-    match server {
-        McpServer::Http(http) => &http.name,
-        McpServer::Sse(sse) => &sse.name,
-        McpServer::Stdio(stdio) => &stdio.name,
-        _ => "(a server of an unknown transport)",
     }
 }
 

@@ -17,6 +17,7 @@
 
 mod agent;
 mod approver;
+mod client_servers;
 mod history;
 mod input;
 mod modes;

@@ -61,12 +61,13 @@ impl TurnObserver for PromptObserver {
 }
 
 /// Runs `work` on `session` until its turn ends (or `cancel` stops it) and says why it
-/// stopped.
+/// stopped; MCP servers' forms are relayed to the client when it fills in `forms`.
 pub(crate) async fn run_prompt(
     session: &Session,
     work: PromptWork,
     cancel: &CancellationToken,
     client: ConnectionTo<Client>,
+    forms: bool,
 ) -> Result<PromptResponse, Error> {
     let thread = &session.thread;
     let mut observer = PromptObserver {
@@ -75,7 +76,7 @@ pub(crate) async fn run_prompt(
     };
     let driven = match work {
         PromptWork::Turn(items) => {
-            let approver = Arc::new(ClientApprover::new(session.id.clone(), client));
+            let approver = Arc::new(ClientApprover::new(session.id.clone(), client, forms));
             let request = TurnRequest {
                 submission_id: SUBMISSION_ID.to_string(),
                 input: TurnInput {

@@ -127,8 +127,10 @@ pub(crate) fn server_request(asked: &Asked) -> ServerRequest {
                 mode: McpElicitationMode::Form,
                 message: mcp_tool_question(q),
                 requested_schema: McpElicitationSchema {
+                    schema_uri: None,
                     kind: McpElicitationObjectType::Object,
                     properties: Default::default(),
+                    required: None,
                 },
                 meta: Some(serde_json::json!({
                     "codex_approval_kind": "mcp_tool_call",
@@ -146,12 +148,10 @@ pub(crate) fn server_request(asked: &Asked) -> ServerRequest {
                 mode: McpElicitationMode::Form,
                 message: q.message.clone(),
                 requested_schema: McpElicitationSchema {
+                    schema_uri: schema_part(&q.requested_schema, "$schema"),
                     kind: McpElicitationObjectType::Object,
-                    properties: q
-                        .requested_schema
-                        .get("properties")
-                        .and_then(|p| serde_json::from_value(p.clone()).ok())
-                        .unwrap_or_default(),
+                    properties: schema_part(&q.requested_schema, "properties").unwrap_or_default(),
+                    required: schema_part(&q.requested_schema, "required"),
                 },
                 meta: None,
             })
@@ -183,6 +183,14 @@ pub(crate) fn server_request(asked: &Asked) -> ServerRequest {
                 .collect(),
         }),
     }
+}
+
+/// The member `key` of a server's form schema, when it has the type Codex's schema gives it
+/// (anything else is left out rather than sent malformed).
+fn schema_part<T: serde::de::DeserializeOwned>(schema: &serde_json::Value, key: &str) -> Option<T> {
+    schema
+        .get(key)
+        .and_then(|part| serde_json::from_value(part.clone()).ok())
 }
 
 /// The question for an MCP tool call (wire text: the client escapes what it shows).

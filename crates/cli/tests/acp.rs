@@ -12,12 +12,16 @@
 #[path = "acp/harness.rs"]
 mod harness;
 
+#[path = "acp/client_servers.rs"]
+mod client_servers;
 #[path = "acp/codex_acp.rs"]
 mod codex_acp;
 #[path = "acp/commands.rs"]
 mod commands;
 #[path = "acp/errors.rs"]
 mod errors;
+#[path = "acp/forms.rs"]
+mod forms;
 #[path = "acp/permissions.rs"]
 mod permissions;
 #[path = "acp/prompts.rs"]

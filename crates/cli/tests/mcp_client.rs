@@ -5,7 +5,8 @@
 //! - `reference_servers`: the reference servers (`server-everything` over stdio and
 //!   Streamable HTTP, `server-filesystem`), installed by the test command;
 //! - `mcp_command`: `deputy mcp list|get|add|remove`;
-//! - `elicitation`: a server's form relayed to deputy's client (the Python MCP SDK);
+//! - `elicitation`: a server's form relayed to deputy's client (the Python MCP SDK, an
+//!   app-server client, `deputy exec`'s terminal); sampling declined;
 //! - `faults`: servers that never start, crash, hang or are required and fail.
 
 #![allow(

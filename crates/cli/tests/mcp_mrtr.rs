@@ -11,6 +11,7 @@
 )]
 
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use deputy_test_support::{
@@ -31,8 +32,9 @@ enum Over {
     Stdio,
 }
 
-/// Runs the Python client through `scenario` against deputy over `over`.
-fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
+/// Runs `client` (a command given deputy's address: its URL over HTTP, the binary over
+/// stdio) against deputy over `over` and parses the one JSON object it prints.
+fn run_over(home: &TestHome, over: Over, client: impl FnOnce(&str) -> Command) -> Value {
     let server = match over {
         Over::Http => {
             let mut command = home.command(DEPUTY);
@@ -42,15 +44,8 @@ fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
         Over::Stdio => None,
     };
     let target = server.as_ref().map_or(DEPUTY, ListeningServer::url);
-    let python = python_with_mcp().unwrap_or_else(|err| panic!("no Python MCP SDK: {err}"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_mrtr_client.py");
-    let mut command = home.command(&python);
-    command
-        .arg(&script)
-        .arg(target)
-        .arg(scenario)
-        .env("HOME", home.path());
-    let output = run_with_deadline(command, SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
+    let output =
+        run_with_deadline(client(target), SCRIPT_DEADLINE).unwrap_or_else(|err| panic!("{err}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -64,6 +59,21 @@ fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
     );
     serde_json::from_str(stdout.trim())
         .unwrap_or_else(|err| panic!("script output is not JSON ({err}): {stdout}\n{stderr}"))
+}
+
+/// Runs the Python client through `scenario` against deputy over `over`.
+fn run_client(home: &TestHome, over: Over, scenario: &str) -> Value {
+    let python = python_with_mcp().unwrap_or_else(|err| panic!("no Python MCP SDK: {err}"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_mrtr_client.py");
+    run_over(home, over, |target| {
+        let mut command = home.command(&python);
+        command
+            .arg(&script)
+            .arg(target)
+            .arg(scenario)
+            .env("HOME", home.path());
+        command
+    })
 }
 
 fn approves_through_round_trips(over: Over) {
@@ -257,5 +267,214 @@ fn the_typescript_client_2_declines_through_round_trips_over_http() {
         Some(1),
         "{seen}"
     );
+    assert_eq!(model.requests().len(), 2);
+}
+
+fn a_conversation_stream_asks_through_round_trips(over: Over) {
+    let (model, home) =
+        TestHome::asked_to_run("call-stream", "touch streamed.txt", "Streamed and done.");
+    let seen = run_client(&home, over, "conversation");
+
+    assert!(home.workspace().join("streamed.txt").exists(), "{seen}");
+    let requests = seen["inputRequests"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        json!({
+            "protocolVersion": seen["protocolVersion"],
+            "firstResult": seen["firstResult"],
+            "inputRequests": requests.len(),
+            "method": requests.values().next().map(|r| r["method"].clone()),
+            "finalResult": seen["finalResult"],
+            "structured": seen["structured"],
+        }),
+        json!({
+            "protocolVersion": "2026-07-28",
+            "firstResult": "InputRequiredResult",
+            "inputRequests": 1,
+            "method": "elicitation/create",
+            "finalResult": "CallToolResult",
+            "structured": {},
+        }),
+        "{seen}"
+    );
+    let message = requests
+        .values()
+        .next()
+        .and_then(|r| r["message"].as_str())
+        .unwrap_or_default();
+    assert!(message.contains("touch streamed.txt"), "{message}");
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
+fn the_python_sdk_over_http_streams_a_conversation_with_its_approval_as_round_trips() {
+    a_conversation_stream_asks_through_round_trips(Over::Http);
+}
+
+#[test]
+fn the_python_sdk_over_stdio_streams_a_conversation_with_its_approval_as_round_trips() {
+    a_conversation_stream_asks_through_round_trips(Over::Stdio);
+}
+
+/// The notification methods of one call of the raw client's output.
+fn methods(step: &Value) -> Vec<String> {
+    step["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The raw 2026-07-28 client (`tests/typescript/mcp_2026_conversation.mjs`), which sees
+/// every notification, streams a conversation over `over`.
+fn conversation_events_come_with_the_stream_calls(over: Over) {
+    let (model, home) = TestHome::asked_to_run("call-raw", "touch raw.txt", "Raw and done.");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_2026_conversation.mjs");
+    let seen = run_over(&home, over, |target| {
+        let mut command = home.command("node");
+        command.arg(&script).arg(target);
+        command
+    });
+
+    assert!(home.workspace().join("raw.txt").exists(), "{seen}");
+    // The first call: the snapshot, the turn up to its question (in the snapshot or
+    // live, as the turn was quick or not to get there), and the question as its result.
+    // Nothing is asked as a server-to-client request.
+    let first = methods(&seen["first"]);
+    assert_eq!(
+        first.first().map(String::as_str),
+        Some("notifications/initial_state"),
+        "{seen}"
+    );
+    let snapshot = seen["first"]["snapshot"].as_array().unwrap();
+    let announced = snapshot
+        .iter()
+        .filter(|t| *t == "exec_approval_request")
+        .count()
+        + first
+            .iter()
+            .filter(|m| *m == "exec_approval_request")
+            .count();
+    assert_eq!(announced, 1, "{seen}");
+    assert!(!first.iter().any(|m| m == "exec_command_end"), "{seen}");
+    let requests = seen["first"]["result"]["inputRequests"]
+        .as_object()
+        .unwrap();
+    assert_eq!(requests.len(), 1, "{seen}");
+    let question = requests.values().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{seen}");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("touch raw.txt"),
+        "{seen}"
+    );
+    // The retry: the rest of the turn, each event once, then `{}`.
+    let second = methods(&seen["second"]);
+    for kind in [
+        "exec_command_begin",
+        "exec_command_end",
+        "agent_message",
+        "task_complete",
+    ] {
+        assert_eq!(
+            second.iter().filter(|m| *m == kind).count(),
+            1,
+            "{kind}: {seen}"
+        );
+    }
+    assert_eq!(
+        second.last().map(String::as_str),
+        Some("task_complete"),
+        "{seen}"
+    );
+    assert!(
+        !first
+            .iter()
+            .chain(&second)
+            .any(|m| m == "elicitation/create" || m.starts_with("response:")),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["second"]["result"]["structuredContent"],
+        json!({}),
+        "{seen}"
+    );
+    // Idle, the conversation's stream is its snapshot, the whole turn in it, and `{}`.
+    assert_eq!(
+        methods(&seen["third"]),
+        ["notifications/initial_state"],
+        "{seen}"
+    );
+    let snapshot = seen["third"]["snapshot"].as_array().unwrap();
+    assert_eq!(snapshot.last(), Some(&json!("task_complete")), "{seen}");
+    assert_eq!(
+        seen["third"]["result"]["structuredContent"],
+        json!({}),
+        "{seen}"
+    );
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
+fn a_raw_2026_client_over_http_gets_a_conversation_s_events_with_its_stream_calls() {
+    conversation_events_come_with_the_stream_calls(Over::Http);
+}
+
+#[test]
+fn a_raw_2026_client_over_stdio_gets_a_conversation_s_events_with_its_stream_calls() {
+    conversation_events_come_with_the_stream_calls(Over::Stdio);
+}
+
+#[test]
+fn two_2026_streams_of_one_conversation_are_both_asked_and_the_first_answer_wins() {
+    let (model, home) = TestHome::asked_to_run("call-two", "touch two.txt", "Two and done.");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/typescript/mcp_2026_conversation.mjs");
+    let seen = run_over(&home, Over::Http, |target| {
+        let mut command = home.command("node");
+        command.arg(&script).arg(target).arg("two");
+        command
+    });
+
+    // Approved through the first stream: the command ran, although the second denied.
+    assert!(home.workspace().join("two.txt").exists(), "{seen}");
+    for stream in ["a", "b"] {
+        let asked = seen[stream]["result"]["inputRequests"].as_object();
+        assert_eq!(asked.map(|a| a.len()), Some(1), "{stream}: {seen}");
+    }
+    for stream in ["aDone", "bDone"] {
+        assert_eq!(
+            seen[stream]["result"]["structuredContent"],
+            json!({}),
+            "{stream}: {seen}"
+        );
+    }
+    // Each stream saw the whole turn: the retry of the second streamed on from its cursor.
+    for (stream, done) in [("a", "aDone"), ("b", "bDone")] {
+        let events: Vec<String> = methods(&seen[stream])
+            .into_iter()
+            .chain(methods(&seen[done]))
+            .chain(
+                seen[stream]["snapshot"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_str().unwrap().to_string()),
+            )
+            .collect();
+        for kind in ["exec_command_end", "task_complete"] {
+            assert_eq!(
+                events.iter().filter(|e| *e == kind).count(),
+                1,
+                "{stream} {kind}: {seen}"
+            );
+        }
+    }
     assert_eq!(model.requests().len(), 2);
 }

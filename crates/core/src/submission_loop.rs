@@ -72,11 +72,10 @@ fn spawn(
         if read_project_docs {
             add_project_instructions(&session).await;
         }
-        // The first turn waits for the servers: their tools are in its first request.
+        let mut submit_rx = submit_rx;
         let mcp = crate::mcp::ThreadServers::default();
-        let config = lock(&session.settings).config.clone();
-        *lock(&session.unusable) = mcp.start(&config, &session.log, &tools).await;
-        submission_loop(session, tools, &mcp, submit_rx).await;
+        let held = start_mcp_servers(&session, &tools, &mcp, &mut submit_rx).await;
+        submission_loop(session, tools, &mcp, held, submit_rx).await;
     });
     thread
 }
@@ -114,12 +113,92 @@ async fn add_project_instructions(session: &Session) {
     }
 }
 
-/// Routes ops until shutdown or until every handle is gone (the channel closes),
-/// running one turn at a time, then stops any running turn.
+/// Starts the thread's MCP servers while taking its ops. Turns submitted meanwhile wait for
+/// the servers (their tools are in the first request); interrupting every waiting turn,
+/// shutting the thread down or dropping its last handle stops the servers still starting
+/// (their start is dropped, and with it their processes) instead of waiting out their
+/// startup timeout. Returns the ops to handle next, in order.
+async fn start_mcp_servers(
+    session: &Session,
+    tools: &ThreadTools,
+    mcp: &crate::mcp::ThreadServers,
+    ops: &mut mpsc::UnboundedReceiver<Submission>,
+) -> VecDeque<Submission> {
+    let config = lock(&session.settings).config.clone();
+    let cancel = CancellationToken::new();
+    let mut held: VecDeque<Submission> = VecDeque::new();
+    let starting = mcp.start(&config, &session.log, tools, &cancel);
+    tokio::pin!(starting);
+    let unusable = loop {
+        let submission = tokio::select! {
+            unusable = &mut starting => break unusable,
+            submission = ops.recv(), if !cancel.is_cancelled() => submission,
+        };
+        let Some(submission) = submission else {
+            let _ = abort_waiting(session, &mut held, |_| true);
+            cancel.cancel();
+            continue;
+        };
+        match &submission.op {
+            Op::Interrupt { turn_id } => {
+                let aborted = abort_waiting(session, &mut held, |waiting| waiting == turn_id);
+                if aborted && !held.iter().any(|held| turn_of(&held.op).is_some()) {
+                    cancel.cancel();
+                }
+            }
+            Op::Shutdown => {
+                let _ = abort_waiting(session, &mut held, |_| true);
+                held.push_back(submission);
+                cancel.cancel();
+            }
+            Op::UserInput { .. } | Op::Review { .. } | Op::Compact { .. } | Op::Answer { .. } => {
+                held.push_back(submission);
+            }
+        }
+    };
+    *lock(&session.unusable) = unusable;
+    held
+}
+
+/// The turn an op starts, if it starts one.
+fn turn_of(op: &Op) -> Option<&str> {
+    match op {
+        Op::UserInput { turn_id, .. } | Op::Review { turn_id, .. } | Op::Compact { turn_id } => {
+            Some(turn_id)
+        }
+        Op::Interrupt { .. } | Op::Answer { .. } | Op::Shutdown => None,
+    }
+}
+
+/// Ends the held turns `which` picks, which never started (interrupted); whether there
+/// were any.
+fn abort_waiting(
+    session: &Session,
+    held: &mut VecDeque<Submission>,
+    which: impl Fn(&str) -> bool,
+) -> bool {
+    let before = held.len();
+    held.retain(|submission| match turn_of(&submission.op) {
+        Some(turn_id) if which(turn_id) => {
+            session.log.publish(
+                Some(turn_id),
+                &submission.id,
+                TurnClock::never_started().aborted(turn_id, TurnAbortReason::Interrupted),
+            );
+            false
+        }
+        _ => true,
+    });
+    held.len() < before
+}
+
+/// Routes ops (`held` first) until shutdown or until every handle is gone (the channel
+/// closes), running one turn at a time, then stops any running turn.
 async fn submission_loop(
     session: Arc<Session>,
     tools: Arc<ThreadTools>,
     mcp: &crate::mcp::ThreadServers,
+    mut held: VecDeque<Submission>,
     mut ops: mpsc::UnboundedReceiver<Submission>,
 ) {
     let mut running: Option<RunningTurn> = None;
@@ -133,12 +212,15 @@ async fn submission_loop(
                 None => std::future::pending().await,
             }
         };
-        let submission = tokio::select! {
-            () = finished => {
-                running = queue.pop_front().map(|next| start_turn(&session, &tools, next));
-                continue;
-            }
-            submission = ops.recv() => submission,
+        let submission = match held.pop_front() {
+            Some(submission) => Some(submission),
+            None => tokio::select! {
+                () = finished => {
+                    running = queue.pop_front().map(|next| start_turn(&session, &tools, next));
+                    continue;
+                }
+                submission = ops.recv() => submission,
+            },
         };
         let Some(Submission { id, op }) = submission else {
             break;

@@ -19,6 +19,8 @@ use deputy_protocol::{
 };
 use tokio::sync::mpsc;
 
+use crate::form;
+
 const NO_TTY_REASON: &str = "deputy exec has no terminal to ask for approval on; \
 pass `-a never` so that nothing asks, or run it in a terminal";
 
@@ -79,19 +81,105 @@ pub(crate) async fn ask_mcp_tool_call(req: &McpToolCallApprovalRequest) -> Reply
     ask(question).await
 }
 
-/// An MCP server's form: shown on stderr and declined, as the prompt answers only yes or
-/// no (the server is told, and its tool goes on without the answer).
-pub(crate) fn decline_form(req: &McpElicitationRequest) -> Reply {
-    let _ = writeln!(
-        std::io::stderr(),
-        "The MCP server `{}` asks: {}\n  (declined: deputy exec cannot fill in forms)",
+/// Fills in an MCP server's form on the terminal: first whether to fill it in, decline it
+/// or cancel it, then each field in turn, asked again until the answer fits its schema. An
+/// empty answer takes the field's default or leaves an optional field out; the terminal
+/// closing cancels. Without a terminal the form is shown and declined, as nobody can
+/// answer it.
+pub(crate) async fn ask_form(req: &McpElicitationRequest) -> Reply {
+    let heading = format!(
+        "The MCP server `{}` asks you to fill in a form:\n  {}",
         escape_line(&req.server),
         escape_line(&req.message)
     );
-    Reply::Form {
-        action: FormAction::Decline,
-        content: None,
+    let declined = |why: &str| {
+        let _ = writeln!(std::io::stderr(), "{heading}\n  (declined: {why})");
+        form_reply(FormAction::Decline, None)
+    };
+    let Some(terminal) = terminal() else {
+        return declined("deputy exec has no terminal to fill it in on");
+    };
+    let fields = match form::fields(&req.requested_schema) {
+        Ok(fields) => fields,
+        Err(why) => return declined(&why),
+    };
+    if let Some(field) = fields
+        .iter()
+        .find(|field| field.required && field.kind == form::Kind::Unsupported)
+    {
+        return declined(&format!(
+            "its required field `{}` is of a kind deputy exec cannot answer",
+            escape_line(&field.name)
+        ));
     }
+    let mut lines = terminal.lines.lock().await;
+    let required = fields.iter().filter(|field| field.required).count();
+    let gate = format!(
+        "{heading}\n  {} fields, {required} of them required\n[f]ill it in / [d]ecline / [c]ancel: ",
+        fields.len()
+    );
+    loop {
+        let Some(line) = ask_line(terminal.fd, &mut lines, &gate).await else {
+            return form_reply(FormAction::Cancel, None);
+        };
+        match line.trim().to_ascii_lowercase().as_str() {
+            "f" | "fill" => break,
+            "d" | "decline" => return form_reply(FormAction::Decline, None),
+            "c" | "cancel" => return form_reply(FormAction::Cancel, None),
+            _ => {}
+        }
+    }
+    let mut answers = Vec::new();
+    for (n, field) in fields.iter().enumerate() {
+        let mut question = format!("[{}/{}] {}", n + 1, fields.len(), field_label(field));
+        if field.kind == form::Kind::Unsupported {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{question}: left out (deputy exec cannot answer this kind of field)"
+            );
+            continue;
+        }
+        for (n, option) in field.options().iter().enumerate() {
+            let value = escape_line(&form::shown(&option.value)).into_owned();
+            question.push_str(&match &option.label {
+                Some(label) => format!("\n  {}. {} ({value})", n + 1, escape_line(label)),
+                None => format!("\n  {}. {value}", n + 1),
+            });
+        }
+        question.push_str(&format!("\n  {}: ", escape_line(&field.hint())));
+        loop {
+            let Some(line) = ask_line(terminal.fd, &mut lines, &question).await else {
+                return form_reply(FormAction::Cancel, None);
+            };
+            match field.answer(&line) {
+                Ok(value) => {
+                    answers.extend(value.map(|value| (field.name.clone(), value)));
+                    break;
+                }
+                Err(why) => {
+                    let _ = writeln!(std::io::stderr(), "  {}", escape_line(&why));
+                }
+            }
+        }
+    }
+    form_reply(FormAction::Accept, Some(form::content(answers)))
+}
+
+/// A field as the question names it: its title and name, then its description.
+fn field_label(field: &form::Field) -> String {
+    let name = escape_line(&field.name);
+    let mut label = match &field.title {
+        Some(title) => format!("{} ({name})", escape_line(title)),
+        None => name.into_owned(),
+    };
+    if let Some(description) = &field.description {
+        label.push_str(&format!(" — {}", escape_line(description)));
+    }
+    label
+}
+
+fn form_reply(action: FormAction, content: Option<serde_json::Value>) -> Reply {
+    Reply::Form { action, content }
 }
 
 /// Asks the model's questions one by one: an option by its number, or an answer in words;
@@ -103,7 +191,6 @@ pub(crate) async fn ask_user_input(req: &UserInputRequest) -> Reply {
     let mut lines = terminal.lines.lock().await;
     let mut answers = BTreeMap::new();
     for question in &req.questions {
-        discard_earlier_input(terminal.fd, &mut lines);
         let mut text = format!(
             "{}: {}\n",
             escape_line(&question.header),
@@ -122,10 +209,7 @@ pub(crate) async fn ask_user_input(req: &UserInputRequest) -> Reply {
         } else {
             "number or answer (empty to skip): "
         });
-        let mut stderr = std::io::stderr();
-        let _ = write!(stderr, "{text}");
-        let _ = stderr.flush();
-        let Some(line) = lines.recv().await else {
+        let Some(line) = ask_line(terminal.fd, &mut lines, &text).await else {
             break;
         };
         let line = line.trim();
@@ -208,18 +292,29 @@ async fn ask(question: String) -> Reply {
         return Reply::denied(NO_TTY_REASON);
     };
     let mut lines = terminal.lines.lock().await;
+    let question = format!("{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
     loop {
-        discard_earlier_input(terminal.fd, &mut lines);
-        let mut stderr = std::io::stderr();
-        let _ = write!(stderr, "{question}\n[y]es / [a]lways / [n]o / [q]uit: ");
-        let _ = stderr.flush();
-        let Some(line) = lines.recv().await else {
+        let Some(line) = ask_line(terminal.fd, &mut lines, &question).await else {
             return Reply::denied("the terminal closed before an answer");
         };
         if let Some(decision) = parse_answer(&line) {
             return Reply::decided(decision);
         }
     }
+}
+
+/// Shows `question` (after dropping what was typed before it) and waits for the line
+/// typed in answer; `None` when the terminal closed.
+async fn ask_line(
+    fd: RawFd,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    question: &str,
+) -> Option<String> {
+    discard_earlier_input(fd, lines);
+    let mut stderr = std::io::stderr();
+    let _ = write!(stderr, "{question}");
+    let _ = stderr.flush();
+    lines.recv().await
 }
 
 /// Drops whatever reached the terminal before the question is shown, so that only an answer

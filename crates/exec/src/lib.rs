@@ -14,6 +14,7 @@
 //! answers approval requests from the terminal.
 
 mod approval_prompt;
+mod form;
 pub mod jsonl;
 mod live_view;
 mod spinner;
@@ -238,7 +239,7 @@ impl Approver for TerminalApprover {
                 Question::Exec(req) => approval_prompt::ask_exec(req).await,
                 Question::Patch(req) => approval_prompt::ask_patch(req, Some(&cwd)).await,
                 Question::McpToolCall(req) => approval_prompt::ask_mcp_tool_call(req).await,
-                Question::McpElicitation(req) => approval_prompt::decline_form(req),
+                Question::McpElicitation(req) => approval_prompt::ask_form(req).await,
                 Question::UserInput(req) => approval_prompt::ask_user_input(req).await,
             }
         }

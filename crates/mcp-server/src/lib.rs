@@ -11,6 +11,7 @@
 mod compat;
 mod framed;
 mod http;
+mod log_tags;
 mod mrtr;
 mod progress;
 #[cfg(test)]

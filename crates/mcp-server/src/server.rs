@@ -16,6 +16,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::log_tags::LogTags;
 use crate::mrtr::{Mrtr, MrtrCall};
 use crate::review_tool::{self, REVIEW_TOOL};
 use crate::tool_catalogue::{
@@ -24,6 +25,7 @@ use crate::tool_catalogue::{
 };
 use crate::turn_runner::{CallContext, run_turn, tool_result};
 use conversations::Conversations;
+pub(crate) use snapshot::{Opened, read_snapshot, tag_snapshot};
 
 /// deputy's MCP server: the engine behind the `codex` and `codex-reply` tools and the
 /// conversation tools.
@@ -38,6 +40,8 @@ pub struct DeputyServer {
     /// Whether an unknown tool is a JSON-RPC error, as the MCP specification has it
     /// (HTTP), rather than an `isError` result, as Codex answers on stdio.
     unknown_tool_is_protocol_error: bool,
+    /// Set when the events sent are stored for resumption (HTTP): where each came from.
+    log_tags: Option<Arc<LogTags>>,
 }
 
 impl DeputyServer {
@@ -62,6 +66,7 @@ impl DeputyServer {
             conversations,
             mrtr,
             unknown_tool_is_protocol_error: false,
+            log_tags: None,
         }
     }
 
@@ -76,6 +81,13 @@ impl DeputyServer {
     /// specification says (the HTTP door, which has no Codex clients to follow).
     pub(crate) fn with_spec_unknown_tool_errors(mut self) -> Self {
         self.unknown_tool_is_protocol_error = true;
+        self
+    }
+
+    /// The same server, telling `tags` which log event each `codex/event` it sends
+    /// came from (the HTTP door, whose streams are resumed from the thread's log).
+    pub(crate) fn tagging_events(mut self, tags: Arc<LogTags>) -> Self {
+        self.log_tags = Some(tags);
         self
     }
 
@@ -269,6 +281,7 @@ impl ServerHandler for DeputyServer {
             cancelled: context.ct.clone(),
             client_gone: self.client_gone.clone(),
             mrtr,
+            log_tags: self.log_tags.clone(),
         };
         if let Some(sealed) = &request.request_state {
             let Some(mrtr) = &call.mrtr else {
@@ -290,7 +303,7 @@ impl ServerHandler for DeputyServer {
             CONVERSATION_SEND_MESSAGE_TOOL => {
                 self.conversations.send_message(&call, args).await.into()
             }
-            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await.into(),
+            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,
             CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await.into(),
             other if self.unknown_tool_is_protocol_error => {
                 return Err(McpError::invalid_params(

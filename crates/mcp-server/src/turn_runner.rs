@@ -26,6 +26,7 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+use crate::log_tags::{LogTag, LogTags};
 use crate::mrtr::MrtrCall;
 use crate::progress::ProgressReporter;
 use crate::wire::{
@@ -44,6 +45,9 @@ pub(crate) struct CallContext {
     /// Set when the call's protocol (2026-07-28 and later) forbids server-to-client
     /// requests: its questions are asked as Multi Round-Trip Requests.
     pub(crate) mrtr: Option<MrtrCall>,
+    /// Where the `codex/event`s sent are told which log event each came from (HTTP:
+    /// resumable streams replay them from the thread's log).
+    pub(crate) log_tags: Option<Arc<LogTags>>,
 }
 
 /// Runs `send` unless the client has gone. Once stdin is closed rmcp stops
@@ -73,21 +77,39 @@ impl CallContext {
         }
     }
 
-    /// Sends one event as `codex/event`.
-    pub(crate) async fn forward(&self, thread_id: &str, event: Event) {
+    /// Sends one event as `codex/event`: the `part`-th Codex event made from the log
+    /// event `from`.
+    pub(crate) async fn forward(&self, from: &ThreadEvent, part: usize, event: Event) {
         let params = CodexEventParams {
             meta: EventMeta {
                 request_id: self.request_id_value(),
-                thread_id: thread_id.to_string(),
+                thread_id: from.thread_id.clone(),
             },
             id: event.id,
             msg: event.msg,
         };
-        let send = self
-            .peer
-            .send_notification(wire::notification::<CodexEvent>(&params));
-        if let Some(Err(err)) = unless_client_gone(&self.client_gone, send).await {
-            tracing::debug!("codex/event not delivered: {err}");
+        let notification = wire::notification::<CodexEvent>(&params);
+        let request_key = params.meta.request_id.to_string();
+        if let Some(tags) = &self.log_tags {
+            let kind = wire::event_kind(&notification).unwrap_or_default();
+            let tag = LogTag {
+                seq: from.seq,
+                part,
+                kind,
+            };
+            tags.put(&from.thread_id, &request_key, tag);
+        }
+        let sent = unless_client_gone(&self.client_gone, self.peer.send_notification(notification));
+        let delivered = match sent.await {
+            Some(Ok(())) => true,
+            Some(Err(err)) => {
+                tracing::debug!("codex/event not delivered: {err}");
+                false
+            }
+            None => false,
+        };
+        if !delivered && let Some(tags) = &self.log_tags {
+            tags.withdraw(&from.thread_id, &request_key);
         }
     }
 }
@@ -189,9 +211,9 @@ impl<'a> McpTurn<'a> {
 
 impl TurnObserver for McpTurn<'_> {
     async fn deliver(&mut self, event: &ThreadEvent) {
-        for codex in codex_events(event) {
+        for (part, codex) in codex_events(event).into_iter().enumerate() {
             self.progress.on_event(&codex.msg).await;
-            self.call.forward(&event.thread_id, codex).await;
+            self.call.forward(event, part, codex).await;
         }
     }
 

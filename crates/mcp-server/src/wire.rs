@@ -50,6 +50,46 @@ pub(crate) fn notification<M: CustomMethod>(params: &M::Params) -> ServerNotific
     ))
 }
 
+/// The `msg.type` of a `codex/event` notification.
+pub(crate) fn event_kind(notification: &ServerNotification) -> Option<String> {
+    let ServerNotification::CustomNotification(custom) = notification else {
+        return None;
+    };
+    (custom.method == CodexEvent::METHOD)
+        .then(|| {
+            custom.params.as_ref()?["msg"]["type"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .flatten()
+}
+
+/// Of a `codex/event` notification: its thread, its request id and its `msg.type`.
+pub(crate) fn codex_event_origin(
+    notification: &ServerNotification,
+) -> Option<(String, Value, String)> {
+    let kind = event_kind(notification)?;
+    let ServerNotification::CustomNotification(custom) = notification else {
+        return None;
+    };
+    let meta = &custom.params.as_ref()?["_meta"];
+    let thread = meta["threadId"].as_str()?.to_string();
+    let request = meta.get("requestId")?.clone();
+    Some((thread, request, kind))
+}
+
+/// The conversation of a `notifications/initial_state` notification.
+pub(crate) fn initial_state_conversation(notification: &ServerNotification) -> Option<String> {
+    let ServerNotification::CustomNotification(custom) = notification else {
+        return None;
+    };
+    if custom.method != InitialState::METHOD {
+        return None;
+    }
+    let meta = &custom.params.as_ref()?["_meta"];
+    meta["conversationId"].as_str().map(str::to_string)
+}
+
 /// Builds the request for a custom method.
 pub(crate) fn request<M: CustomMethod>(params: &M::Params) -> ServerRequest {
     ServerRequest::CustomRequest(CustomRequest::new(

@@ -133,11 +133,17 @@ pub enum McpElicitationMode {
 /// An elicitation's form: an object schema whose properties are the fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct McpElicitationSchema {
+    /// The JSON Schema dialect the server declared, if it did.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema_uri: Option<String>,
     /// Always `object`.
     #[serde(rename = "type")]
     pub kind: McpElicitationObjectType,
     /// The fields, by name.
     pub properties: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The fields the form needs, when the server named any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
 }
 
 /// The form schema's type.

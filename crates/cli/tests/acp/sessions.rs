@@ -127,7 +127,7 @@ fn a_new_session_announces_modes_the_model_option_and_commands() {
         json!([]),
         json!([
             {"op": "initialize"},
-            {"op": "new", "mcpServers": [{"name": "files", "command": "files-mcp", "args": [], "env": []}]},
+            {"op": "new", "mcpServers": [{"type": "sse", "name": "files", "url": "http://127.0.0.1:9/sse", "headers": []}]},
             {"op": "setMode", "modeId": "read-only"},
             {"op": "request", "method": "session/set_mode", "params": {"sessionId": "$session", "modeId": "yolo"}},
         ]),
@@ -140,7 +140,7 @@ fn a_new_session_announces_modes_the_model_option_and_commands() {
         json!({
             "loadSession": true,
             "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
-            "mcpCapabilities": {"http": false, "sse": false},
+            "mcpCapabilities": {"http": true, "sse": false},
             "sessionCapabilities": {},
             "auth": {},
         })
@@ -161,7 +161,7 @@ fn a_new_session_announces_modes_the_model_option_and_commands() {
         json!([{"id": "model", "name": "Model", "category": "model", "type": "select",
                 "currentValue": "mock-model", "options": [{"value": "mock-model", "name": "mock-model"}]}])
     );
-    // After the answer: the commands, and a warning that the MCP servers are not used.
+    // After the answer: the commands, and a warning that the SSE server is not used.
     let set_mode = ok_step(&seen, 2);
     let commands = updates_of(set_mode, "available_commands_update");
     let names: Vec<&str> = commands[0]["availableCommands"]
@@ -173,7 +173,11 @@ fn a_new_session_announces_modes_the_model_option_and_commands() {
     assert_eq!(names, ["review", "compact", "init"]);
     let notice = updates_of(set_mode, "notice");
     assert_eq!(notice[0]["severity"], "warning");
-    assert!(notice[0]["description"].as_str().unwrap().contains("files"));
+    let description = notice[0]["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("files: the SSE transport"),
+        "{description}"
+    );
     // Sent right after the answer, so read during the next step; an unknown mode is refused.
     let unknown = &seen["steps"][3];
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");

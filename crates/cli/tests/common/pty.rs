@@ -9,13 +9,18 @@ use super::DEPUTY;
 /// Runs argv[1:] with a pseudo-terminal as stdin and stderr (and stdout too with
 /// `PTY_STDOUT=1`), copies the terminal transcript to stderr and the child's stdout to
 /// stdout, and exits with the child's code. With `PTY_WAIT_FOR` set, types `PTY_INPUT` once
-/// that text has appeared. With `PTY_PIPED_STDIN` set, stdin is a pipe carrying that text
+/// that text has appeared; with `PTY_STEPS` (a JSON list of `[wait_for, input]` pairs), types
+/// each input once its text has appeared after the previous one's. With `PTY_PIPED_STDIN` set, stdin is a pipe carrying that text
 /// instead, and the terminal is the child's controlling terminal (`echo task | deputy exec`
 /// typed in a terminal).
 const PTY_DRIVER: &str = r#"
-import fcntl, os, pty, select, subprocess, sys, termios, time
-wait_for = os.environ.get("PTY_WAIT_FOR", "").encode()
-typed = os.environ.get("PTY_INPUT", "").encode()
+import fcntl, json, os, pty, select, subprocess, sys, termios, time
+wait_for = os.environ.get("PTY_WAIT_FOR", "")
+typed = os.environ.get("PTY_INPUT", "")
+steps = json.loads(os.environ.get("PTY_STEPS", "[]"))
+if wait_for and typed:
+    steps.insert(0, [wait_for, typed])
+steps = [(w.encode(), t.encode()) for w, t in steps]
 piped = os.environ.get("PTY_PIPED_STDIN")
 stdout_on_tty = os.environ.get("PTY_STDOUT") == "1"
 master, slave = pty.openpty()
@@ -29,7 +34,7 @@ else:
     child.stdin.write(piped.encode())
     child.stdin.close()
 os.close(slave)
-transcript, sent, deadline = b"", False, time.time() + 60
+transcript, seen, deadline = b"", 0, time.time() + 50
 while time.time() < deadline:
     ready, _, _ = select.select([master], [], [], 0.2)
     if not ready:
@@ -43,9 +48,10 @@ while time.time() < deadline:
     if not chunk:
         break
     transcript += chunk
-    if wait_for and typed and not sent and wait_for in transcript:
-        os.write(master, typed)
-        sent = True
+    while steps and transcript.find(steps[0][0], seen) >= 0:
+        step_wait, step_typed = steps.pop(0)
+        seen = transcript.find(step_wait, seen) + len(step_wait)
+        os.write(master, step_typed)
 else:
     child.kill()
 out = b"" if stdout_on_tty else child.stdout.read()
@@ -82,6 +88,18 @@ pub fn exec_on_terminal(home: &TestHome, args: &[&str], wait_for: &str, input: &
         .env("PTY_WAIT_FOR", wait_for)
         .env("PTY_INPUT", input)
         .stdin(Stdio::null());
+    command
+}
+
+/// Like [`exec_on_terminal`], typing each step's input once its text has appeared (after
+/// where the previous step's did).
+pub fn exec_on_terminal_steps(home: &TestHome, args: &[&str], steps: &[(&str, &str)]) -> Command {
+    let mut command = exec_on_terminal(home, args, "", "");
+    let steps: Vec<[&str; 2]> = steps.iter().map(|(wait, typed)| [*wait, *typed]).collect();
+    command.env(
+        "PTY_STEPS",
+        serde_json::to_string(&steps).expect("steps as JSON"),
+    );
     command
 }
 

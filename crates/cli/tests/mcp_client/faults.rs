@@ -1,16 +1,17 @@
-//! MCP servers that misbehave: one that never answers `initialize`, one that dies in the
-//! middle of a call, one that never answers a call, a `required` one that cannot start,
-//! and deputy killed while its servers run. None hangs a turn; none outlives deputy.
+//! MCP servers that misbehave: one that never answers `initialize` (also while the turn
+//! waiting for it is interrupted), one that dies in the middle of a call, one that never
+//! answers a call, a `required` one that cannot start, and deputy killed while its servers
+//! run. None hangs a turn; none outlives deputy.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use deputy_test_support::processes::{poll_until, stops_within};
-use deputy_test_support::{MockModelServer, MockResponse, TestHome, responses};
+use deputy_test_support::processes::{poll_until, stops_within, wait_for_pid};
+use deputy_test_support::{MockModelServer, MockResponse, StdioClient, TestHome, responses};
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::{DEPUTY, exec, wait_with_deadline};
 use crate::{all_requests, home_with, json_lines, namespaced_call_turn, output_for, toml_str};
@@ -272,4 +273,134 @@ fn dash_c_overrides_a_server_like_any_other_key_and_enabled_tools_filters() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert_eq!(offered, ["pid"]);
+}
+
+/// A home whose only MCP server never answers `initialize`, with a startup timeout far
+/// longer than any test waits; its pid is written to `pidfile`.
+fn home_with_a_mute_server(server: &MockModelServer, pidfile: &Path) -> TestHome {
+    home_with(
+        server,
+        &fault_config("mute", "silent", pidfile, "startup_timeout_sec = 300\n"),
+    )
+}
+
+#[test]
+fn ctrl_c_of_exec_while_a_server_starts_stops_it_without_waiting_for_its_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pidfile = dir.path().join("pids");
+    let server = MockModelServer::start();
+    let home = home_with_a_mute_server(&server, &pidfile);
+    server.push(MockResponse::text_turn("never sent"));
+    let mut command = home.command(DEPUTY);
+    command
+        .args(["exec", "--json", "wait for the mute server"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut deputy = command.spawn().expect("spawn deputy");
+    let pid = wait_for_pid(&pidfile, Duration::from_secs(30));
+
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    let sent = unsafe { libc::kill(deputy.id() as i32, libc::SIGINT) };
+    assert_eq!(sent, 0, "kill failed");
+    let status = wait_with_deadline(&mut deputy, Duration::from_secs(30));
+
+    if status.is_none() {
+        let _ = deputy.kill();
+    }
+    assert_eq!(
+        status.and_then(|status| status.code()),
+        Some(128 + libc::SIGINT),
+        "deputy did not stop while its MCP server was starting"
+    );
+    assert!(
+        stops_within(pid, Duration::from_secs(10)),
+        "the server outlived deputy"
+    );
+    assert_eq!(server.request_count(), 0, "the model was asked anyway");
+}
+
+#[test]
+fn interrupting_a_turn_that_waits_for_a_starting_server_ends_it_and_stops_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pidfile = dir.path().join("pids");
+    let server = MockModelServer::start();
+    let home = home_with_a_mute_server(&server, &pidfile);
+    server.push(MockResponse::text_turn("answered afterwards"));
+    let mut command = home.command(DEPUTY);
+    command.arg("app-server");
+    let client = StdioClient::spawn(command);
+    let wait = Duration::from_secs(30);
+    let id = client.request(
+        "initialize",
+        json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
+    );
+    client
+        .wait_response(id, wait)
+        .unwrap_or_else(|e| panic!("{e}"));
+    client.notify("initialized", Value::Null);
+    let id = client.request("thread/start", json!({}));
+    let started = client
+        .wait_response(id, wait)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let thread_id = started["result"]["thread"]["id"].clone();
+    let turn_start = |text: &str| {
+        let id = client.request(
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]}),
+        );
+        let response = client
+            .wait_response(id, wait)
+            .unwrap_or_else(|e| panic!("{e}"));
+        response["result"]["turn"]["id"].clone()
+    };
+    let turn_id = turn_start("wait for the mute server");
+    let pid = wait_for_pid(&pidfile, wait);
+
+    let id = client.request(
+        "turn/interrupt",
+        json!({"threadId": thread_id, "turnId": turn_id}),
+    );
+    client
+        .wait_response(id, wait)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let completed = client
+        .wait_for(
+            |m| m["method"] == "turn/completed" && m["params"]["turn"]["id"] == turn_id,
+            wait,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    assert_eq!(
+        completed["params"]["turn"]["status"], "interrupted",
+        "{completed}"
+    );
+    assert!(
+        stops_within(pid, Duration::from_secs(10)),
+        "the server is still running"
+    );
+    assert_eq!(
+        server.request_count(),
+        0,
+        "the interrupted turn asked the model"
+    );
+    // The thread goes on without the server.
+    let next = turn_start("and now?");
+    let completed = client
+        .wait_for(
+            |m| m["method"] == "turn/completed" && m["params"]["turn"]["id"] == next,
+            wait,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        completed["params"]["turn"]["status"], "completed",
+        "{completed}"
+    );
+    let requests = all_requests(&server, 1);
+    assert!(
+        !requests[0].body["tools"]
+            .to_string()
+            .contains("mcp__mute__"),
+        "the server that never started is offered"
+    );
 }

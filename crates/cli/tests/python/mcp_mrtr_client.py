@@ -3,7 +3,7 @@
 are Multi Round-Trip Requests: `tools/call` answers `InputRequiredResult`, and the retry
 with `inputResponses` and the echoed `requestState` continues the paused turn.
 
-Usage: mcp_mrtr_client.py <http://…/mcp | deputy binary> <approve|manual|abandon>
+Usage: mcp_mrtr_client.py <http://…/mcp | deputy binary> <approve|manual|abandon|conversation>
   approve: `Client.call_tool` with an elicitation callback that approves; the SDK
            runs the round trips itself.
   manual:  the round trips by hand (`session.call_tool(..., allow_input_required=True)`):
@@ -11,6 +11,9 @@ Usage: mcp_mrtr_client.py <http://…/mcp | deputy binary> <approve|manual|aband
            answer.
   abandon: the first round trip, then no answer for 3 s (longer than the server's
            approval timeout in the test), then a retry with the state and no answers.
+  conversation: `conversationCreate` with a prompt whose command needs approval, then
+           `conversationStream` by hand: its first result asks the question, the retry
+           approves and streams on to the turn's end.
 With a binary, the SDK launches `<binary> mcp-server` over stdio (DEPUTY_HOME and HOME
 passed on).
 Prints one JSON object on stdout; exits non-zero on any failure.
@@ -101,6 +104,38 @@ async def main(target: str, scenario: str) -> dict:
             seen["finalResult"] = type(final).__name__
             seen["isError"] = bool(getattr(final, "is_error", True))
             seen["text"] = texts(final) if hasattr(final, "content") else []
+        elif scenario == "conversation":
+            created = await client.call_tool(
+                "conversationCreate",
+                {
+                    "prompt": "run the command",
+                    "approval_policy": "untrusted",
+                    "sandbox": "danger-full-access",
+                },
+            )
+            stream = {"conversation_id": created.structured_content["conversation_id"]}
+            first = await client.session.call_tool(
+                "conversationStream", stream, allow_input_required=True
+            )
+            seen["firstResult"] = type(first).__name__
+            requests = first.input_requests or {}
+            seen["inputRequests"] = {
+                key: {"method": request.method, "message": request.params.message}
+                for key, request in requests.items()
+            }
+            approved = {
+                key: types.ElicitResult(action="accept", content={"decision": "approved"})
+                for key in requests
+            }
+            final = await client.session.call_tool(
+                "conversationStream",
+                stream,
+                allow_input_required=True,
+                input_responses=approved,
+                request_state=first.request_state,
+            )
+            seen["finalResult"] = type(final).__name__
+            seen["structured"] = getattr(final, "structured_content", None)
         else:
             await client.list_tools()
             first = await client.session.call_tool(
@@ -147,7 +182,11 @@ async def main(target: str, scenario: str) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[2] not in ("approve", "manual", "abandon"):
-        print("usage: mcp_mrtr_client.py <url | binary> <approve|manual|abandon>", file=sys.stderr)
+    scenarios = ("approve", "manual", "abandon", "conversation")
+    if len(sys.argv) != 3 or sys.argv[2] not in scenarios:
+        print(
+            "usage: mcp_mrtr_client.py <url | binary> <approve|manual|abandon|conversation>",
+            file=sys.stderr,
+        )
         sys.exit(2)
     print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2])), default=str))

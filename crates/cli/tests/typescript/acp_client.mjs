@@ -6,9 +6,10 @@
 //
 // The plan: {agent: {command, args, env}, cwd, permissions: [answer...], steps: [step...]}.
 // Steps:
-//   {op: "initialize"}
+//   {op: "initialize", elicitations?}              with elicitations (a list of answers, used
+//       in order: {action, content?}), announces that it fills in forms and answers them
 //   {op: "new", mcpServers?}                       session/new in `cwd`; becomes the current session
-//   {op: "load", sessionId}                         session/load; becomes the current session
+//   {op: "load", sessionId, mcpServers?}            session/load; becomes the current session
 //   {op: "prompt", text? | blocks?, cancelWhenFile?} session/prompt on the current session;
 //       with cancelWhenFile, session/cancel is sent once that file exists
 //   {op: "setMode", modeId} / {op: "setModel", value}
@@ -19,7 +20,8 @@
 // offered option of that kind), "cancelled" (the cancelled outcome), "cancel_prompt" (session/cancel, then the
 // cancelled outcome once the agent withdraws the question or at once).
 //
-// Output: {steps: [{op, result?, error?, updates: [...], permissions: [...]}], stderr}
+// Output: {steps: [{op, result?, error?, updates: [...], permissions: [...],
+//   elicitations: [{answer, request}...]}], stderr}
 
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -41,6 +43,8 @@ child.stderr.on("data", (chunk) => {
 const updates = [];
 const permissions = [];
 const answers = [...(plan.permissions ?? [])];
+const elicitations = [];
+let formAnswers = null;
 let current = null;
 let ctxRef = null;
 
@@ -86,6 +90,11 @@ const app = client({ name: "deputy-acp-test" })
     const option = params.options.find((o) => o.kind === answer);
     if (!option) return { outcome: { outcome: "cancelled" } };
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest(methods.client.elicitation.create, async ({ params }) => {
+    const answer = formAnswers?.shift() ?? { action: "decline" };
+    elicitations.push({ answer, request: params });
+    return answer;
   });
 
 function substitute(value) {
@@ -94,12 +103,21 @@ function substitute(value) {
 
 async function runStep(ctx, step) {
   switch (step.op) {
-    case "initialize":
+    case "initialize": {
+      const clientCapabilities = {
+        fs: { readTextFile: false, writeTextFile: false },
+        terminal: false,
+      };
+      if (step.elicitations) {
+        formAnswers = [...step.elicitations];
+        clientCapabilities.elicitation = { form: {} };
+      }
       return ctx.request(methods.agent.initialize, {
         protocolVersion: PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientCapabilities,
         clientInfo: { name: "deputy-acp-test", version: "1.0.0" },
       });
+    }
     case "new": {
       const result = await ctx.request(methods.agent.session.new, {
         cwd: plan.cwd,
@@ -112,7 +130,7 @@ async function runStep(ctx, step) {
       const result = await ctx.request(methods.agent.session.load, {
         sessionId: step.sessionId,
         cwd: plan.cwd,
-        mcpServers: [],
+        mcpServers: step.mcpServers ?? [],
       });
       current = step.sessionId;
       return result;
@@ -160,7 +178,11 @@ try {
     async (ctx) => {
       ctxRef = ctx;
       for (const step of plan.steps) {
-        const from = { updates: updates.length, permissions: permissions.length };
+        const from = {
+          updates: updates.length,
+          permissions: permissions.length,
+          elicitations: elicitations.length,
+        };
         const record = { op: step.op };
         try {
           record.result = await runStep(ctx, step);
@@ -169,6 +191,7 @@ try {
         }
         record.updates = updates.slice(from.updates);
         record.permissions = permissions.slice(from.permissions);
+        record.elicitations = elicitations.slice(from.elicitations);
         seen.push(record);
       }
     },

@@ -2,8 +2,10 @@
 //!
 //! When a thread starts, its enabled servers are started in parallel, each within its
 //! `startup_timeout_sec` (`mcp_startup_update` events, then `mcp_startup_complete`); the
-//! thread's first turn waits for them. A server that does not start is skipped with a
-//! warning, unless it is `required`: then every turn of the thread fails, saying why.
+//! thread's first turn waits for them, and interrupting it (or shutting the thread down)
+//! stops those still starting (see `submission_loop`). A server that does not start is
+//! skipped with a warning, unless it is `required`: then every turn of the thread fails,
+//! saying why.
 //! Servers are shared by the threads of this process that define them the same way
 //! (`pool`), and stopped when the last of those threads ends. Each server's tools are one
 //! tool of the thread's registry (`tool`), beside the three resource tools
@@ -33,6 +35,8 @@ use deputy_protocol::{
     ThreadEventMsg, WarningEvent,
 };
 
+use tokio_util::sync::CancellationToken;
+
 use crate::config::Config;
 use crate::event_log::EventLog;
 use crate::tools::ThreadTools;
@@ -52,12 +56,14 @@ impl std::fmt::Debug for ThreadServers {
 impl ThreadServers {
     /// Starts the thread's enabled servers (in parallel), reports their startup on `log`
     /// and adds their tools to `tools`. Returns why the thread's turns cannot run: a
-    /// required server that did not start.
+    /// required server that did not start. Once `cancel` fires, the servers still starting
+    /// are stopped and count as not started.
     pub(crate) async fn start(
         &self,
         config: &Config,
         log: &EventLog,
         tools: &ThreadTools,
+        cancel: &CancellationToken,
     ) -> Option<String> {
         let enabled: Vec<(&String, &crate::config::McpServerConfig)> = config
             .mcp_servers
@@ -87,7 +93,12 @@ impl ThreadServers {
             async move {
                 let lease =
                     pool::acquire(name, server, config.sandbox_launcher.clone(), roots).await;
-                let outcome = lease.server.ensure_started().await;
+                // Dropping a start midway drops the process it spawned, which stops it
+                // (`process::ServerProcess`); the server stays unstarted for a later call.
+                let outcome = tokio::select! {
+                    outcome = lease.server.ensure_started() => outcome,
+                    () = cancel.cancelled() => Err("its start was interrupted".to_string()),
+                };
                 // Reported as each finishes, not when the slowest does.
                 publish(ThreadEventMsg::McpStartupUpdate(McpStartupUpdateEvent {
                     server: (*name).clone(),

@@ -10,6 +10,7 @@
 //! Nothing here is built until `--listen` is given: the stdio server never pays for it.
 
 mod guard;
+mod log_events;
 mod sessions;
 
 use std::future::Future;
@@ -27,10 +28,12 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::log_tags::LogTags;
 use crate::mrtr::Mrtr;
 use crate::server::DeputyServer;
 use crate::{LIMITS, SHUTDOWN_GRACE};
 use guard::Guard;
+use log_events::LogEvents;
 use sessions::CompatSessions;
 
 /// The path the MCP endpoint is served at.
@@ -109,15 +112,22 @@ fn router(
     }
     let client_gone = shutdown.child_token();
     let paused = Arc::new(Mrtr::new(layers.deputy_home.clone()));
+    let tags = Arc::new(LogTags::default());
+    let events = Arc::new(LogEvents::new(
+        manager.clone(),
+        tags.clone(),
+        options.idle_session,
+    ));
     let service = StreamableHttpService::new(
         move || {
             Ok(
                 DeputyServer::new(manager.clone(), layers.clone(), client_gone.clone())
                     .sharing_paused_calls(paused.clone())
+                    .tagging_events(tags.clone())
                     .with_spec_unknown_tool_errors(),
             )
         },
-        Arc::new(CompatSessions::new(options.idle_session)),
+        Arc::new(CompatSessions::new(options.idle_session, events)),
         config,
     );
     let guard = Arc::new(Guard::new(options.access.clone(), LIMITS.max_message_bytes));

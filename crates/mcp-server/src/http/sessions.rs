@@ -19,9 +19,10 @@ use crate::compat::Compat;
 pub(crate) struct CompatSessions(LocalSessionManager);
 
 impl CompatSessions {
-    /// Sessions that expire after `idle` without a message either way.
-    pub(crate) fn new(idle: Duration) -> Self {
-        let mut sessions = LocalSessionManager::default();
+    /// Sessions that expire after `idle` without a message either way, whose streams
+    /// are kept for resumption in `events`.
+    pub(crate) fn new(idle: Duration, events: Arc<dyn EventStore>) -> Self {
+        let mut sessions = LocalSessionManager::default().with_event_store(events);
         sessions.session_config.keep_alive = Some(idle);
         Self(sessions)
     }

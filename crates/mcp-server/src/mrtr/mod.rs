@@ -15,6 +15,7 @@
 
 mod approver;
 mod state;
+mod stream;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ use tokio::sync::{OnceCell, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::progress::ProgressReporter;
+use crate::tool_catalogue::CONVERSATION_STREAM_TOOL;
 use crate::turn_runner::{CallContext, outcome_result};
 use approver::{Asked, MrtrApprover, answer_from_reply, input_request};
 use state::{State, StateCodec, StateError};
@@ -45,6 +47,8 @@ pub(crate) struct Mrtr {
     home: PathBuf,
     codec: OnceCell<Result<StateCodec, String>>,
     paused: Mutex<HashMap<String, Arc<Paused>>>,
+    /// Conversation streams paused between round trips.
+    streams: Mutex<HashMap<String, Arc<stream::PausedStream>>>,
 }
 
 impl std::fmt::Debug for Mrtr {
@@ -103,6 +107,7 @@ impl Mrtr {
             home,
             codec: OnceCell::new(),
             paused: Mutex::default(),
+            streams: Mutex::default(),
         }
     }
 
@@ -222,6 +227,9 @@ impl MrtrCall {
                 ),
                 None,
             ));
+        }
+        if self.tool == CONVERSATION_STREAM_TOOL {
+            return self.resume_stream(call, &state, responses).await;
         }
         let paused = self.mrtr.paused().get(&state.call).cloned();
         let Some(paused) = paused else {
@@ -355,9 +363,9 @@ impl MrtrCall {
                 .announced
                 .insert(asked.question.call_id().to_string());
         }
-        for legacy in codex_events(event) {
+        for (part, legacy) in codex_events(event).into_iter().enumerate() {
             progress.on_event(&legacy.msg).await;
-            call.forward(&event.thread_id, legacy).await;
+            call.forward(event, part, legacy).await;
         }
         detached.ended |= event.turn_id.is_some() && TurnOutcome::from_end(&event.msg).is_some();
     }
@@ -369,9 +377,27 @@ impl MrtrCall {
         paused: &Paused,
         detached: &Detached,
     ) -> Result<CallToolResponse, McpError> {
+        self.input_required(
+            &paused.id,
+            paused.thread.id(),
+            &detached.waiting,
+            paused.ttl,
+        )
+        .await
+    }
+
+    /// `InputRequiredResult` for the questions `waiting` of the paused call `call_id` on
+    /// `thread_id`, with its sealed state, valid for `ttl`.
+    async fn input_required(
+        &self,
+        call_id: &str,
+        thread_id: &str,
+        waiting: &BTreeMap<String, Asked>,
+        ttl: Duration,
+    ) -> Result<CallToolResponse, McpError> {
         let codec = self.mrtr.codec().await?;
         let mut requests = BTreeMap::new();
-        for (key, asked) in &detached.waiting {
+        for (key, asked) in waiting {
             let request = input_request(&asked.params).ok_or_else(|| {
                 McpError::internal_error("cannot describe an approval question", None)
             })?;
@@ -379,11 +405,11 @@ impl MrtrCall {
         }
         let state = State {
             instance: self.mrtr.instance.clone(),
-            call: paused.id.clone(),
-            thread: paused.thread.id().to_string(),
-            questions: detached.waiting.keys().cloned().collect(),
+            call: call_id.to_string(),
+            thread: thread_id.to_string(),
+            questions: waiting.keys().cloned().collect(),
         };
-        let sealed = codec.seal(&state, &self.tool, paused.ttl);
+        let sealed = codec.seal(&state, &self.tool, ttl);
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into())
     }
 }

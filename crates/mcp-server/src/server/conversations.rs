@@ -22,13 +22,14 @@ use deputy_core::{ResumeError, Subscription, Thread, ThreadError, ThreadManager}
 use deputy_protocol::{
     InputItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem, codex_events,
 };
-use rmcp::model::{CallToolResult, ContentBlock, RequestId, ServerNotification};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, RequestId, ServerNotification};
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::snapshot::Snapshot;
+use super::snapshot::{read_snapshot, tag_snapshot};
+use crate::log_tags::LogTags;
 use crate::tool_catalogue::{
     CONVERSATION_CREATE_TOOL, CONVERSATION_SEND_MESSAGE_TOOL, CONVERSATION_STREAM_TOOL,
     CONVERSATIONS_LIST_TOOL, ContentItemParam, ConversationCreateParam, ConversationCreateResult,
@@ -37,10 +38,7 @@ use crate::tool_catalogue::{
     SendStatus,
 };
 use crate::turn_runner::{CallContext, ElicitationApprover, tool_result, unless_client_gone};
-use crate::wire::{
-    self, ConversationEventParams, ConversationMeta, InitialState, InitialStateParams,
-    InitialStatePayload,
-};
+use crate::wire;
 use deputy_core::rollout::parse_thread_id;
 
 /// Conversations listed when the client names no `limit`.
@@ -184,21 +182,34 @@ impl Conversations {
 
     /// `conversationStream`: answers `{}` and leaves a task behind that sends the
     /// snapshot, then live events, until the request is cancelled or the client leaves.
+    /// From 2026-07-28 on, the call itself is the stream (`crate::mrtr`'s streams).
     pub(crate) async fn stream(
         &self,
         call: &CallContext,
         args: serde_json::Value,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let params: ConversationStreamParam = match parse(args, CONVERSATION_STREAM_TOOL) {
             Ok(params) => params,
-            Err(failed) => return failed,
+            Err(failed) => return failed.into(),
         };
         let thread = match self.conversation(&params.conversation_id).await {
             Ok(thread) => thread,
-            Err(failed) => return failed,
+            Err(failed) => return failed.into(),
         };
-        let events = thread.subscribe(0);
+        let mut events = thread.subscribe(0);
         let snapshot_end = thread.last_seq();
+        if let Some(mrtr) = &call.mrtr {
+            let Some(opened) =
+                read_snapshot(&thread, &mut events, snapshot_end, &call.cancelled).await
+            else {
+                return failure("the request was cancelled".to_string()).into();
+            };
+            let idle = success(&ConversationStreamResult {});
+            let streamed = mrtr
+                .stream(call, &thread, (events, snapshot_end), opened, idle)
+                .await;
+            return streamed.unwrap_or_else(|err| failure(err.message.into_owned()).into());
+        }
         let stop = self.client_gone.child_token();
         self.register(
             call.request_id.clone(),
@@ -221,9 +232,10 @@ impl Conversations {
             snapshot_end,
             stop,
             client_gone: self.client_gone.clone(),
+            log_tags: call.log_tags.clone(),
         };
         tokio::spawn(stream.run(call.cancelled.clone()));
-        success(&ConversationStreamResult {})
+        success(&ConversationStreamResult {}).into()
     }
 
     /// `conversationsList`: conversations by creation, newest first, live and saved.
@@ -364,6 +376,7 @@ struct Stream {
     /// Cancelled when the request is cancelled (pause) or the client has gone.
     stop: CancellationToken,
     client_gone: CancellationToken,
+    log_tags: Option<Arc<LogTags>>,
 }
 
 impl Stream {
@@ -379,52 +392,32 @@ impl Stream {
         }
         // However it ends, the registry may forget it.
         let _ended = self.stop.clone().drop_guard();
-        let Some(snapshot) = self.snapshot().await else {
+        let Some(opened) = read_snapshot(
+            &self.thread,
+            &mut self.events,
+            self.snapshot_end,
+            &self.stop,
+        )
+        .await
+        else {
             return;
-        };
-        let finished = snapshot.finish();
-        let params = InitialStateParams {
-            meta: ConversationMeta {
-                conversation_id: self.thread.id().to_string(),
-            },
-            initial_state: InitialStatePayload {
-                events: finished
-                    .events
-                    .into_iter()
-                    .map(|msg| ConversationEventParams { msg })
-                    .collect(),
-            },
         };
         let mut live = LiveEvents {
             peer: self.peer,
             stop: self.stop.clone(),
             client_gone: self.client_gone,
         };
-        if !live.send(wire::notification::<InitialState>(&params)).await {
+        let tagged = tag_snapshot(self.log_tags.as_deref(), &self.thread, self.snapshot_end);
+        if !live.send(opened.initial_state).await {
+            tagged.withdraw();
             return;
         }
         // Questions raised while nobody streamed are asked now; their timeout starts here.
         let follow = Follow {
             events: self.events,
-            open_questions: finished.pending_approvals,
+            open_questions: opened.open_questions,
         };
         follow_thread(&self.thread, follow, self.approver, &mut live, &self.stop).await;
-    }
-
-    /// The conversation's events up to the moment the stream was opened.
-    async fn snapshot(&mut self) -> Option<Snapshot> {
-        let mut snapshot = Snapshot::default();
-        loop {
-            let next = tokio::select! {
-                biased;
-                () = self.stop.cancelled() => return None,
-                next = self.events.next_through(self.snapshot_end) => next,
-            };
-            match next {
-                Some(event) => snapshot.push(&event),
-                None => return Some(snapshot),
-            }
-        }
     }
 }
 

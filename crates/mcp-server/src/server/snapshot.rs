@@ -4,7 +4,9 @@
 //! text fields are cut to head and tail with a note of what was dropped; no event is
 //! left out otherwise, except the thread's `session_configured` announcements, which
 //! `conversationCreate` answers with instead. It also tells which approval requests are
-//! still unanswered, so the stream can ask them once the snapshot is out.
+//! still unanswered, so the stream can ask them once the snapshot is out. A snapshot
+//! sent to a resumable HTTP stream is tagged with the seq it runs through, so that a
+//! resumption rebuilds it from the log ([`read_snapshot`]) instead of keeping it.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -12,7 +14,16 @@ use std::sync::Arc;
 
 use deputy_core::driver::Asked;
 use deputy_core::exec::truncate_middle;
+use deputy_core::{Subscription, Thread};
 use deputy_protocol::{EventMsg, FileChange, ThreadEvent, ThreadEventMsg, codex_events};
+use rmcp::model::ServerNotification;
+use tokio_util::sync::CancellationToken;
+
+use crate::log_tags::{LogTag, LogTags, SNAPSHOT};
+use crate::wire::{
+    self, ConversationEventParams, ConversationMeta, InitialState, InitialStateParams,
+    InitialStatePayload,
+};
 
 /// Most bytes a text field of a snapshot event keeps, the note of the cut included.
 pub(crate) const FIELD_BYTES: usize = 64 * 1024;
@@ -216,6 +227,83 @@ fn cut(text: &mut String) {
     if text.len() > FIELD_BYTES {
         *text = truncate_middle(text, FIELD_BYTES - NOTE_ROOM).0;
     }
+}
+
+/// A snapshot's tag left for the event store, to take back if it was not sent.
+pub(crate) struct SnapshotTag<'a>(Option<(&'a LogTags, &'a str)>);
+
+impl SnapshotTag<'_> {
+    /// The snapshot was not sent.
+    pub(crate) fn withdraw(self) {
+        if let Some((tags, thread)) = self.0 {
+            tags.withdraw(thread, SNAPSHOT);
+        }
+    }
+}
+
+/// Tells `tags` (if the snapshot goes to a resumable stream) that the `initial_state`
+/// about to be sent for `thread` holds its events through `snapshot_end`.
+pub(crate) fn tag_snapshot<'a>(
+    tags: Option<&'a LogTags>,
+    thread: &'a Thread,
+    snapshot_end: u64,
+) -> SnapshotTag<'a> {
+    SnapshotTag(tags.map(|tags| {
+        let tag = LogTag {
+            seq: snapshot_end,
+            part: 0,
+            kind: SNAPSHOT.to_string(),
+        };
+        tags.put(thread.id(), SNAPSHOT, tag);
+        (tags, thread.id())
+    }))
+}
+
+/// What a stream starts with.
+pub(crate) struct Opened {
+    /// `notifications/initial_state`: the conversation so far.
+    pub(crate) initial_state: ServerNotification,
+    /// The questions in it still waiting for an answer.
+    pub(crate) open_questions: Vec<Asked>,
+}
+
+/// Reads `thread`'s events up to `snapshot_end` (the moment the stream was opened) from
+/// `events`; `None` if `stop` fires first.
+pub(crate) async fn read_snapshot(
+    thread: &Thread,
+    events: &mut Subscription,
+    snapshot_end: u64,
+    stop: &CancellationToken,
+) -> Option<Opened> {
+    let mut snapshot = Snapshot::default();
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = stop.cancelled() => return None,
+            next = events.next_through(snapshot_end) => next,
+        };
+        match next {
+            Some(event) => snapshot.push(&event),
+            None => break,
+        }
+    }
+    let finished = snapshot.finish();
+    let params = InitialStateParams {
+        meta: ConversationMeta {
+            conversation_id: thread.id().to_string(),
+        },
+        initial_state: InitialStatePayload {
+            events: finished
+                .events
+                .into_iter()
+                .map(|msg| ConversationEventParams { msg })
+                .collect(),
+        },
+    };
+    Some(Opened {
+        initial_state: wire::notification::<InitialState>(&params),
+        open_questions: finished.pending_approvals,
+    })
 }
 
 #[cfg(test)]
