@@ -3,6 +3,7 @@
 # release that has one), against the same mock model, and prints both tables.
 #
 #   scripts/bench-vs-codex.sh [deputy-bench options…]     e.g. --runs 3 --workload cold-start
+#   scripts/bench-vs-codex.sh --deputy "$PWD/target/release/deputy" --runs 3   (no static build)
 #
 # Codex is installed from npm into ${XDG_CACHE_HOME:-~/.cache}/deputy-bench/codex once.
 # Its npm package is a thin launcher; the native binary comes in a per-platform optional
@@ -46,5 +47,10 @@ fi
 echo "bench-vs-codex: using $codex ($("$codex" --version))" >&2
 
 cd "$root"
-"$(dirname "$0")/build-release.sh"
+# With --deputy the given binary is measured (e.g. a plain `cargo build --release`, or an
+# older build for a before/after table); otherwise the static build below.
+case " $* " in
+  *" --deputy "*|*" --deputy="*) ;;
+  *) "$(dirname "$0")/build-release.sh" ;;
+esac
 exec cargo run --release -p deputy-bench -- --codex "$codex" "$@"

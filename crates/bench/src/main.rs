@@ -41,7 +41,7 @@ struct Args {
     /// A Codex CLI binary to measure the same way, for comparison.
     #[arg(long, value_name = "PATH")]
     codex: Option<PathBuf>,
-    /// Run only this workload (repeatable): cold-start, turn-overhead, concurrency,
+    /// Run only this workload (repeatable): cold-start, launcher, turn-overhead, concurrency,
     /// concurrency-1000, idle-memory, event-latency, output-flood, resume, patch,
     /// http-sessions, http-overhead.
     #[arg(long = "workload", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(NAMES))]

@@ -324,15 +324,17 @@ fn one_line(err: &anyhow::Error) -> String {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         // With stderr closed (`deputy exec … 2>&1 | head`), logging must fail quietly.
-        .log_internal_errors(false)
-        .init();
+        .log_internal_errors(false);
+    // Without RUST_LOG a plain level does: building an `EnvFilter` compiles its directive
+    // matchers, code and pages every start-up would pay for a filter nobody asked for.
+    match tracing_subscriber::EnvFilter::try_from_default_env() {
+        Ok(filter) => subscriber.with_env_filter(filter).init(),
+        Err(_) => subscriber.with_max_level(tracing::Level::WARN).init(),
+    }
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -353,13 +355,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             access,
             session_idle_timeout,
         }) => run_to_end(server_runtime()?, async {
-            log_sandbox_support();
             listen_cmd::run_mcp_http(addr, &access, session_idle_timeout, layers, launcher()).await
         }),
         Command::McpServer(McpServerArgs { listen: None, .. }) => {
             run_to_end(server_runtime()?, async {
                 let signals = TerminationSignals::install()?;
-                log_sandbox_support();
                 deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
             })
         }
@@ -384,7 +384,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 let _ = writeln!(std::io::stderr(), "warning: {warning}");
             }
             run_to_end(server_runtime()?, async {
-                log_sandbox_support();
                 match listen {
                     deputy_app_server::ListenAddress::WebSocket(addr) => {
                         listen_cmd::run_app_server_ws(addr, &access, layers, launcher()).await
@@ -403,7 +402,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Acp => run_to_end(server_runtime()?, async {
             let signals = TerminationSignals::install()?;
-            log_sandbox_support();
             Ok(deputy_acp::run_stdio_agent(layers, launcher(), signals.received()).await?)
         }),
         Command::Sandbox(args) => sandbox_cmd::run_sandbox_command(sandbox_cmd::SandboxRequest {
@@ -442,7 +440,6 @@ fn run_exec(mut layers: ConfigLayers, args: ExecArgs) -> anyhow::Result<i32> {
     let config = layers.load()?;
     run_to_end(runtime()?, async {
         let signals = TerminationSignals::install()?;
-        log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
         deputy_exec::run_exec(&manager, config, options, signals.received()).await
     })
@@ -495,7 +492,6 @@ fn run_exec_resume(
     layers.overrides = overrides(flags)?;
     run_to_end(runtime()?, async {
         let signals = TerminationSignals::install()?;
-        log_sandbox_support();
         let manager = ThreadManager::new(launcher(), SessionSource::Exec);
         let (thread, resumed_after) = manager.open(&id, &layers).await?;
         if options.output == deputy_exec::OutputMode::Human {
@@ -602,11 +598,26 @@ fn launcher() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-fn log_sandbox_support() {
-    match deputy_sandbox::probe() {
-        Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
-        Ok(support) => tracing::warn!("sandbox: {support}"),
-        Err(why) => tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}"),
+/// Logs what the sandbox can do here, from a thread of its own: the probe forks a child
+/// that tries to create namespaces (several milliseconds of kernel work), which a front
+/// door must not wait for before it answers. Commands that need the result ask the same
+/// probe, which computes it once. Join the handle before exiting, so the line is never lost.
+fn log_sandbox_support() -> Option<std::thread::JoinHandle<()>> {
+    let spawned = std::thread::Builder::new()
+        .name("sandbox-probe".into())
+        .spawn(|| match deputy_sandbox::probe() {
+            Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
+            Ok(support) => tracing::warn!("sandbox: {support}"),
+            Err(why) => {
+                tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}")
+            }
+        });
+    match spawned {
+        Ok(handle) => Some(handle),
+        Err(err) => {
+            tracing::warn!("cannot probe the sandbox: {err}");
+            None
+        }
     }
 }
 
@@ -626,8 +637,13 @@ fn run_to_end(
     runtime: tokio::runtime::Runtime,
     front_door: impl std::future::Future<Output = anyhow::Result<i32>>,
 ) -> anyhow::Result<i32> {
+    let probe = log_sandbox_support();
     let result = runtime.block_on(front_door);
     runtime.shutdown_background();
+    if let Some(probe) = probe {
+        // Milliseconds at most (a child that only calls unshare); a panic there is not ours.
+        let _ = probe.join();
+    }
     result
 }
 

@@ -32,9 +32,9 @@ impl Workload for ColdStart {
         let exit = server.finish(EXIT_TIMEOUT)?;
         Ok(Outcome::Measured(vec![
             Sample::ms("to initialize", Goal::None, initialized.at - spawned),
-            Sample::ms("to tools/list", Goal::AtMost(15.0), listed.at - spawned),
+            Sample::ms("to tools/list", Goal::AtMost(2.0), listed.at - spawned),
             Sample::ms("to exit", Goal::None, exit.exited_at - spawned),
-            Sample::mib("peak RSS", Goal::AtMost(8.0), peak),
+            Sample::mib("peak RSS", Goal::AtMost(6.0), peak),
             Sample::ms("CPU", Goal::None, exit.cpu),
         ]))
     }

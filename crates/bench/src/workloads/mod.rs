@@ -6,6 +6,7 @@ mod event_latency;
 mod flood;
 mod http;
 mod idle_memory;
+mod launcher;
 mod mcp_tool;
 pub mod model;
 mod patch;
@@ -23,8 +24,9 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 13] = [
+pub const NAMES: [&str; 14] = [
     "cold-start",
+    "launcher",
     "turn-overhead",
     "concurrency",
     "concurrency-1000",
@@ -65,6 +67,7 @@ pub trait Workload {
 pub fn create(name: &str) -> Option<Box<dyn Workload>> {
     Some(match name {
         "cold-start" => Box::new(cold_start::ColdStart),
+        "launcher" => Box::new(launcher::Launcher),
         "turn-overhead" => Box::new(turns::TurnOverhead),
         "concurrency" => Box::new(concurrency::Concurrency::sixty_four()),
         "concurrency-1000" => Box::new(concurrency::Concurrency::thousand()),
