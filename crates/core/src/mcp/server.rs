@@ -23,6 +23,9 @@ use super::process::{self, StdioSpec};
 use crate::config::{McpServerConfig, McpServerTransport};
 use crate::sync::lock;
 
+/// How long a server that failed to start may keep its stderr open before its failure is
+/// reported without the rest of it.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
 /// Bytes of a server's stderr kept to explain why it failed.
 const STDERR_TAIL_BYTES: usize = 4096;
 /// How long closing a connection may take (a last message, an HTTP session's end).
@@ -257,6 +260,7 @@ impl McpServer {
         let client = DeputyClient {
             links: self.links.clone(),
         };
+        let mut stderr_reader = None;
         let (service, mut process) = match &self.config.transport {
             McpServerTransport::Stdio {
                 command,
@@ -273,9 +277,9 @@ impl McpServer {
                     cwd: cwd.as_deref(),
                 };
                 let started = process::spawn(&spec, self.launcher.as_deref())?;
-                if let Some(stderr) = started.stderr {
-                    tokio::spawn(keep_stderr(self.name.clone(), stderr, stderr_tail.clone()));
-                }
+                stderr_reader = started.stderr.map(|stderr| {
+                    tokio::spawn(keep_stderr(self.name.clone(), stderr, stderr_tail.clone()))
+                });
                 let serving = client.serve((started.stdout, started.stdin));
                 (
                     tokio::time::timeout(timeout, serving).await,
@@ -312,6 +316,13 @@ impl McpServer {
                 };
                 if let Some(process) = &mut process {
                     process.stop().await;
+                }
+                // A server (or its launcher) that failed at once says why on stderr, which
+                // may still be unread when `initialize` found the pipe broken: read it to
+                // its end, which the stop above brings, unless something it left behind
+                // holds it open.
+                if let Some(reader) = stderr_reader {
+                    let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
                 }
                 return Err(with_tail(why, &stderr_tail));
             }
