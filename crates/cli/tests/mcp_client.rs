@@ -31,9 +31,38 @@ mod reference_servers;
 use std::time::Duration;
 
 use deputy_test_support::{
-    MockModelServer, MockResponse, NodeMcpServers, RecordedRequest, SseEvent, TestHome, responses,
+    MockModelServer, MockResponse, NodeMcpServers, RecordedRequest, SseEvent, StdioClient,
+    TestHome, responses,
 };
 use serde_json::{Value, json};
+
+/// How long an app-server test waits for each answer or notification it expects.
+const APP_SERVER_WAIT: Duration = Duration::from_secs(30);
+
+/// `deputy app-server` in `home`, past the handshake, with one thread started: the
+/// client and the thread's id.
+fn app_server_thread(home: &TestHome) -> (StdioClient, String) {
+    let mut command = home.command(common::DEPUTY);
+    command.arg("app-server");
+    let client = StdioClient::spawn(command);
+    let id = client.request(
+        "initialize",
+        json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
+    );
+    client
+        .wait_response(id, APP_SERVER_WAIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    client.notify("initialized", Value::Null);
+    let id = client.request("thread/start", json!({}));
+    let started = client
+        .wait_response(id, APP_SERVER_WAIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no thread id in {started}"))
+        .to_string();
+    (client, thread_id)
+}
 
 /// How long a test waits for requests it expects to have been sent already.
 const SETTLED: Duration = Duration::from_secs(10);

@@ -13,7 +13,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::DEPUTY;
-use crate::{namespaced_call_turn, reference_servers, toml_str};
+use crate::{app_server_thread, namespaced_call_turn, reference_servers, toml_str};
 
 /// How long a test waits for what deputy should do on its own.
 const WAIT: Duration = Duration::from_secs(30);
@@ -220,25 +220,7 @@ fn through_app_server(policy: &str, action: &str) -> (TestHome, MockModelServer,
     let model = MockModelServer::start();
     let home = home(&model, policy);
     script_read_then_write(&model, &home);
-    let mut command = home.command(DEPUTY);
-    command.arg("app-server");
-    let client = StdioClient::spawn(command);
-    let id = client.request(
-        "initialize",
-        json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
-    );
-    client
-        .wait_response(id, WAIT)
-        .unwrap_or_else(|e| panic!("{e}"));
-    client.notify("initialized", Value::Null);
-    let id = client.request("thread/start", json!({}));
-    let started = client
-        .wait_response(id, WAIT)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .expect("thread id")
-        .to_string();
+    let (client, thread_id) = app_server_thread(&home);
     let id = client.request(
         "turn/start",
         json!({"threadId": thread_id, "input": [{"type": "text", "text": "read, then write"}]}),

@@ -6,15 +6,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use deputy_test_support::{
-    MockModelServer, MockResponse, StdioClient, python_with_mcp, run_with_deadline,
-};
+use deputy_test_support::{MockModelServer, MockResponse, python_with_mcp, run_with_deadline};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::common::{DEPUTY, exec, finish, pty};
 use crate::{
-    all_requests, home_with, namespaced_call_turn, output_for, reference_servers, toml_str,
+    APP_SERVER_WAIT, all_requests, app_server_thread, home_with, namespaced_call_turn, output_for,
+    reference_servers, toml_str,
 };
 
 /// A home whose model calls server-everything's `trigger-elicitation-request` (the form
@@ -128,23 +127,30 @@ fn deputy_exec_fills_in_a_form_on_its_terminal_field_by_field_checking_each_answ
     assert!(output.contains("- Name: Ada Lovelace"), "{output}");
 }
 
-#[test]
-fn deputy_exec_declines_a_form_when_the_user_says_so() {
-    if !pty::has_pty() {
-        return;
-    }
+/// `deputy exec` on a terminal whose user answers the form's first question with
+/// `answer`: the run, and what the model was told the form tool returned.
+fn exec_answering_the_form_with(answer: &str) -> (crate::common::Finished, String) {
     let model = MockModelServer::start();
     let home = home_asking_for_the_form(&model);
     let run = finish(pty::exec_on_terminal(
         &home,
         &["fill in the form"],
         "[d]ecline / [c]ancel",
-        "d\n",
+        answer,
     ));
-
     run.assert_code(0);
     let requests = all_requests(&model, 2);
     let output = output_for(&requests[1], "c-form");
+    (run, output)
+}
+
+#[test]
+fn deputy_exec_declines_a_form_when_the_user_says_so() {
+    if !pty::has_pty() {
+        return;
+    }
+    let (run, output) = exec_answering_the_form_with("d\n");
+
     assert_eq!(
         raw_result(&output),
         json!({"action": "decline"}),
@@ -163,18 +169,8 @@ fn deputy_exec_cancels_a_form_when_the_user_says_so() {
     if !pty::has_pty() {
         return;
     }
-    let model = MockModelServer::start();
-    let home = home_asking_for_the_form(&model);
-    let run = finish(pty::exec_on_terminal(
-        &home,
-        &["fill in the form"],
-        "[d]ecline / [c]ancel",
-        "c\n",
-    ));
+    let (_, output) = exec_answering_the_form_with("c\n");
 
-    run.assert_code(0);
-    let requests = all_requests(&model, 2);
-    let output = output_for(&requests[1], "c-form");
     assert_eq!(raw_result(&output), json!({"action": "cancel"}), "{output}");
 }
 
@@ -282,23 +278,8 @@ fn a_form_from_server_everything_reaches_an_app_server_client_and_its_answer_goe
         ),
         MockResponse::text_turn("Thanks, Grace."),
     ]);
-    let mut command = home.command(DEPUTY);
-    command.arg("app-server");
-    let client = StdioClient::spawn(command);
-    let wait = Duration::from_secs(30);
-    let id = client.request(
-        "initialize",
-        json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
-    );
-    client
-        .wait_response(id, wait)
-        .unwrap_or_else(|e| panic!("{e}"));
-    client.notify("initialized", Value::Null);
-    let id = client.request("thread/start", json!({}));
-    let started = client
-        .wait_response(id, wait)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let thread_id = started["result"]["thread"]["id"].clone();
+    let (client, thread_id) = app_server_thread(&home);
+    let wait = APP_SERVER_WAIT;
     let id = client.request(
         "turn/start",
         json!({"threadId": thread_id, "input": [{"type": "text", "text": "ask for my name"}]}),

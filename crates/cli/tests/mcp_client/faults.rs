@@ -9,12 +9,15 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use deputy_test_support::processes::{poll_until, stops_within, wait_for_pid};
-use deputy_test_support::{MockModelServer, MockResponse, StdioClient, TestHome, responses};
+use deputy_test_support::{MockModelServer, MockResponse, TestHome, responses};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::{DEPUTY, exec, wait_with_deadline};
-use crate::{all_requests, home_with, json_lines, namespaced_call_turn, output_for, toml_str};
+use crate::{
+    APP_SERVER_WAIT, all_requests, app_server_thread, home_with, json_lines, namespaced_call_turn,
+    output_for, toml_str,
+};
 
 /// The misbehaving server's script.
 fn fault_server() -> PathBuf {
@@ -327,23 +330,8 @@ fn interrupting_a_turn_that_waits_for_a_starting_server_ends_it_and_stops_the_se
     let server = MockModelServer::start();
     let home = home_with_a_mute_server(&server, &pidfile);
     server.push(MockResponse::text_turn("answered afterwards"));
-    let mut command = home.command(DEPUTY);
-    command.arg("app-server");
-    let client = StdioClient::spawn(command);
-    let wait = Duration::from_secs(30);
-    let id = client.request(
-        "initialize",
-        json!({"clientInfo": {"name": "deputy-tests", "version": "0"}}),
-    );
-    client
-        .wait_response(id, wait)
-        .unwrap_or_else(|e| panic!("{e}"));
-    client.notify("initialized", Value::Null);
-    let id = client.request("thread/start", json!({}));
-    let started = client
-        .wait_response(id, wait)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let thread_id = started["result"]["thread"]["id"].clone();
+    let (client, thread_id) = app_server_thread(&home);
+    let wait = APP_SERVER_WAIT;
     let turn_start = |text: &str| {
         let id = client.request(
             "turn/start",
