@@ -338,23 +338,36 @@ fn sigterm_during_a_patch_waits_for_it_to_finish() {
 }
 
 /// `deputy sessions repair` does what a resume would: the patch rolled back, the model told.
+/// The kill is made to fall within the patch: deputy is stopped (SIGSTOP) the moment its
+/// journal appears, and killed only if the journal is still there, so no timing decides it.
 #[test]
 fn sessions_repair_rolls_back_a_killed_patch() {
     let scene = many_files();
     let server = model(&scene);
-    let (window, _) = patch_timing(&scene, &server);
-    for _ in 0..20 {
+    for _ in 0..5 {
         let home = TestHome::new(&server.base_url());
         write_old(&home, &scene);
         let mut child = start(&home);
-        if wait_for(&mut child, false, || journals(&home) > 0).is_none() {
+        if wait_for(&mut child, true, || journals(&home) > 0).is_none() {
             continue;
         }
-        std::thread::sleep(window / 2);
-        // SAFETY: kill only sends a signal to the child we spawned.
-        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let pid = child.id() as i32;
+        let mut status = 0;
+        // SAFETY: kill only sends signals to the child we spawned; waitpid with WUNTRACED
+        // returns once that child has stopped (or died), writing only to `status`.
+        let stopped = unsafe {
+            libc::kill(pid, libc::SIGSTOP);
+            libc::waitpid(pid, &mut status, libc::WUNTRACED) == pid && libc::WIFSTOPPED(status)
+        };
+        if !stopped {
+            // It had already exited, and waitpid reaped it: the patch was over.
+            continue;
+        }
+        let mid_patch = journals(&home) > 0;
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
         wait(&mut child);
-        if journals(&home) == 0 {
+        if !mid_patch {
             continue;
         }
         let repaired = exec_sessions(&home, &["sessions", "repair"]);
@@ -371,7 +384,7 @@ fn sessions_repair_rolls_back_a_killed_patch() {
         assert_eq!(again.1.trim(), "no session needs repair");
         return;
     }
-    panic!("no kill fell within the patch in 20 tries");
+    panic!("deputy was never stopped within the patch in 5 tries");
 }
 
 fn exec_sessions(home: &TestHome, args: &[&str]) -> (std::process::ExitStatus, String, String) {
