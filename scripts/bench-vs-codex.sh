@@ -4,6 +4,8 @@
 #
 #   scripts/bench-vs-codex.sh [deputy-bench options…]     e.g. --runs 3 --workload cold-start
 #   scripts/bench-vs-codex.sh --deputy "$PWD/target/release/deputy" --runs 3   (no static build)
+#   scripts/bench-vs-codex.sh --before /tmp/deputy-old --deputy "$PWD/target/release/deputy"
+#                                                  (an earlier build's column first: before/after)
 #
 # Codex is installed from npm into ${XDG_CACHE_HOME:-~/.cache}/deputy-bench/codex once.
 # Its npm package is a thin launcher; the native binary comes in a per-platform optional

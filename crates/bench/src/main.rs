@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo build --release -p deputy-cli
-//! cargo run --release -p deputy-bench -- [--deputy PATH] [--codex PATH] [--workload NAME]… [--runs N]
+//! cargo run --release -p deputy-bench -- [--deputy PATH] [--before PATH] [--codex PATH] [--workload NAME]… [--runs N]
 //! ```
 //!
 //! Each workload drives the release binary over stdio (see `workloads/`); every figure is
@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
-use report::Results;
+use report::{Column, Results};
 use target::{Kind, Target};
 use workloads::{NAMES, Outcome};
 
@@ -38,6 +38,9 @@ struct Args {
     /// The deputy binary [default: `deputy` next to this binary, i.e. target/release/deputy].
     #[arg(long, value_name = "PATH")]
     deputy: Option<PathBuf>,
+    /// An earlier deputy binary to measure the same way, for before/after columns.
+    #[arg(long, value_name = "PATH")]
+    before: Option<PathBuf>,
     /// A Codex CLI binary to measure the same way, for comparison.
     #[arg(long, value_name = "PATH")]
     codex: Option<PathBuf>,
@@ -69,7 +72,14 @@ fn run(args: Args) -> anyhow::Result<bool> {
         Some(path) => path,
         None => default_deputy()?,
     };
-    let mut targets = vec![checked(Kind::Deputy, deputy_path)?];
+    let mut targets = Vec::new();
+    if let Some(path) = args.before {
+        targets.push(Target {
+            before: true,
+            ..checked(Kind::Deputy, path)?
+        });
+    }
+    targets.push(checked(Kind::Deputy, deputy_path)?);
     if let Some(path) = args.codex {
         targets.push(checked(Kind::Codex, path)?);
     }
@@ -91,7 +101,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
     for target in &targets {
         println!(
             "  {}: {} ({})",
-            target.kind,
+            target.name(),
             target.path.display(),
             target.version()
         );
@@ -108,14 +118,15 @@ fn run(args: Args) -> anyhow::Result<bool> {
         for run in 1..=args.runs {
             // Alternating servers within each round spreads machine noise over both.
             for (target, workload) in targets.iter().zip(instances.iter_mut()) {
-                eprintln!("[{name}] {} run {run}/{}", target.kind, args.runs);
+                let column = Column::of(target);
+                eprintln!("[{name}] {} run {run}/{}", target.name(), args.runs);
                 match workload.run(target) {
-                    Ok(Outcome::Measured(samples)) => results.add(name, target.kind, &samples),
-                    Ok(Outcome::Unsupported(why)) => results.note(name, target.kind, &why),
+                    Ok(Outcome::Measured(samples)) => results.add(name, column, &samples),
+                    Ok(Outcome::Unsupported(why)) => results.note(name, target.name(), &why),
                     Err(err) => {
                         all_ok = false;
-                        eprintln!("[{name}] {} run {run} failed: {err:#}", target.kind);
-                        results.note(name, target.kind, &format!("FAILED: {err:#}"));
+                        eprintln!("[{name}] {} run {run} failed: {err:#}", target.name());
+                        results.note(name, target.name(), &format!("FAILED: {err:#}"));
                     }
                 }
             }
@@ -124,10 +135,10 @@ fn run(args: Args) -> anyhow::Result<bool> {
     println!();
     println!("Results (min / median / max over {} run(s))", args.runs);
     println!();
-    print!("{}", results.results_table(targets.len() > 1));
+    print!("{}", results.results_table());
     if targets.len() > 1 {
         println!();
-        println!("Comparison with Codex (medians)");
+        println!("Comparison (medians)");
         println!();
         print!("{}", results.comparison_table());
     }
@@ -152,7 +163,11 @@ fn checked(kind: Kind, path: PathBuf) -> anyhow::Result<Target> {
         };
         anyhow::bail!("{kind} binary {} not found{hint}", path.display());
     }
-    Ok(Target { kind, path })
+    Ok(Target {
+        kind,
+        path,
+        before: false,
+    })
 }
 
 /// CPU count and kernel, for reading the figures later.

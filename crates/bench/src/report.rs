@@ -2,7 +2,29 @@
 
 use std::fmt::Write as _;
 
-use crate::target::Kind;
+use crate::target::{Kind, Target};
+
+/// Whose figures a column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// An earlier deputy build (`--before`).
+    Before,
+    /// The deputy build under measurement.
+    Deputy,
+    /// Codex.
+    Codex,
+}
+
+impl Column {
+    /// The column of `target`'s figures.
+    pub fn of(target: &Target) -> Self {
+        match (target.kind, target.before) {
+            (Kind::Deputy, true) => Column::Before,
+            (Kind::Deputy, false) => Column::Deputy,
+            (Kind::Codex, _) => Column::Codex,
+        }
+    }
+}
 
 /// What a figure counts; every figure is "lower is better".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,8 +145,19 @@ struct Row {
     figure: &'static str,
     unit: Unit,
     goal: Goal,
+    before: Vec<f64>,
     deputy: Vec<f64>,
     codex: Vec<f64>,
+}
+
+impl Row {
+    fn values(&self, column: Column) -> &[f64] {
+        match column {
+            Column::Before => &self.before,
+            Column::Deputy => &self.deputy,
+            Column::Codex => &self.codex,
+        }
+    }
 }
 
 /// Everything measured, in the order it was first seen.
@@ -135,8 +168,8 @@ pub struct Results {
 }
 
 impl Results {
-    /// Adds one run's samples for `kind`.
-    pub fn add(&mut self, workload: &'static str, kind: Kind, samples: &[Sample]) {
+    /// Adds one run's samples to `column`.
+    pub fn add(&mut self, workload: &'static str, column: Column, samples: &[Sample]) {
         for sample in samples {
             let index = match self
                 .rows
@@ -150,6 +183,7 @@ impl Results {
                         figure: sample.figure,
                         unit: sample.unit,
                         goal: sample.goal,
+                        before: Vec::new(),
                         deputy: Vec::new(),
                         codex: Vec::new(),
                     });
@@ -157,40 +191,50 @@ impl Results {
                 }
             };
             let row = &mut self.rows[index];
-            match kind {
-                Kind::Deputy => row.deputy.push(sample.value),
-                Kind::Codex => row.codex.push(sample.value),
+            match column {
+                Column::Before => row.before.push(sample.value),
+                Column::Deputy => row.deputy.push(sample.value),
+                Column::Codex => row.codex.push(sample.value),
             }
         }
     }
 
-    /// Notes that `workload` could not be measured on `kind`, and why.
-    pub fn note(&mut self, workload: &str, kind: Kind, why: &str) {
+    /// Notes that `workload` could not be measured on `target` (its name), and why.
+    pub fn note(&mut self, workload: &str, target: &str, why: &str) {
         let first_line = why.lines().next().unwrap_or_default();
-        let text = format!("{workload} on {kind}: {first_line}");
+        let text = format!("{workload} on {target}: {first_line}");
         if !self.notes.contains(&text) {
             self.notes.push(text);
         }
     }
 
-    /// The main table: every figure with min / median / max per server and the verdict
-    /// on absolute targets.
-    pub fn results_table(&self, with_codex: bool) -> String {
-        let mut header = vec!["workload", "figure", "deputy min / median / max"];
-        if with_codex {
-            header.push("codex min / median / max");
-        }
+    /// Whether any figure of `column` was measured.
+    fn has(&self, column: Column) -> bool {
+        self.rows.iter().any(|row| !row.values(column).is_empty())
+    }
+
+    /// The main table: every figure with min / median / max per server (an earlier
+    /// deputy's first, Codex's last, when measured) and the verdict on absolute targets.
+    pub fn results_table(&self) -> String {
+        let columns: Vec<(Column, &str)> = [
+            (Column::Before, "deputy before: min / median / max"),
+            (Column::Deputy, "deputy min / median / max"),
+            (Column::Codex, "codex min / median / max"),
+        ]
+        .into_iter()
+        .filter(|(column, _)| *column == Column::Deputy || self.has(*column))
+        .collect();
+        let mut header = vec!["workload", "figure"];
+        header.extend(columns.iter().map(|(_, title)| *title));
         header.extend(["target", "met"]);
         let mut lines = Vec::new();
         for row in &self.rows {
-            let mut cells = vec![
-                row.workload.to_owned(),
-                with_unit(row.figure, row.unit),
-                spread(row.unit, &row.deputy),
-            ];
-            if with_codex {
-                cells.push(spread(row.unit, &row.codex));
-            }
+            let mut cells = vec![row.workload.to_owned(), with_unit(row.figure, row.unit)];
+            cells.extend(
+                columns
+                    .iter()
+                    .map(|(column, _)| spread(row.unit, row.values(*column))),
+            );
             let (target, met) = match row.goal {
                 Goal::AtMost(limit) => (
                     row.goal.describe(row.unit),
@@ -205,17 +249,21 @@ impl Results {
         render(&header, &lines) + &self.notes_text()
     }
 
-    /// The comparison: medians side by side, their ratio, and the relative targets.
+    /// The comparison: medians side by side (an earlier deputy's, when measured), Codex's
+    /// ratio to deputy's, and the relative targets.
     pub fn comparison_table(&self) -> String {
-        let header = [
-            "workload",
-            "figure",
+        let with_before = self.has(Column::Before);
+        let mut header = vec!["workload", "figure"];
+        if with_before {
+            header.push("before median");
+        }
+        header.extend([
             "deputy median",
             "codex median",
             "codex/deputy",
             "target",
             "met",
-        ];
+        ]);
         let mut lines = Vec::new();
         for row in &self.rows {
             let deputy = median(&row.deputy);
@@ -235,15 +283,19 @@ impl Results {
                 ),
                 Goal::None => (String::new(), String::new()),
             };
-            lines.push(vec![
-                row.workload.to_owned(),
-                with_unit(row.figure, row.unit),
-                deputy.map_or("-".to_owned(), |v| row.unit.format(v)),
-                codex.map_or("-".to_owned(), |v| row.unit.format(v)),
+            let shown = |value: Option<f64>| value.map_or("-".to_owned(), |v| row.unit.format(v));
+            let mut cells = vec![row.workload.to_owned(), with_unit(row.figure, row.unit)];
+            if with_before {
+                cells.push(shown(median(&row.before)));
+            }
+            cells.extend([
+                shown(deputy),
+                shown(codex),
                 ratio.map_or("-".to_owned(), |r| format!("{r:.1}x")),
                 target,
                 met,
             ]);
+            lines.push(cells);
         }
         render(&header, &lines) + &self.notes_text()
     }
@@ -357,7 +409,7 @@ mod tests {
         for value in [5.0, 6.0, 9.0] {
             results.add(
                 "cold-start",
-                Kind::Deputy,
+                Column::Deputy,
                 &[Sample {
                     figure: "to tools/list",
                     unit: Unit::Ms,
@@ -368,7 +420,7 @@ mod tests {
         }
         results.add(
             "cold-start",
-            Kind::Codex,
+            Column::Codex,
             &[Sample {
                 figure: "to tools/list",
                 unit: Unit::Ms,
@@ -376,13 +428,9 @@ mod tests {
                 value: 120.0,
             }],
         );
-        results.note(
-            "resume",
-            Kind::Codex,
-            "unsupported: Session not found\nmore",
-        );
+        results.note("resume", "codex", "unsupported: Session not found\nmore");
 
-        let main = results.results_table(true);
+        let main = results.results_table();
         let row = main.lines().nth(2).unwrap_or_default();
         assert!(row.starts_with("cold-start  to tools/list (ms)"), "{main}");
         assert!(row.contains("5.00 / 6.00 / 9.00"), "{main}");
@@ -395,5 +443,44 @@ mod tests {
         let row = comparison.lines().nth(2).unwrap_or_default();
         assert!(row.contains("6.00"), "{comparison}");
         assert!(row.contains("20.0x"), "{comparison}");
+    }
+
+    #[test]
+    fn an_earlier_build_gets_its_own_columns_first() {
+        let mut results = Results::default();
+        let sample = |value| Sample {
+            figure: "peak RSS",
+            unit: Unit::MiB,
+            goal: Goal::AtMost(6.0),
+            value,
+        };
+        results.add("cold-start", Column::Before, &[sample(14.0)]);
+        results.add("cold-start", Column::Deputy, &[sample(5.0)]);
+        let main = results.results_table();
+        let header = main.lines().next().unwrap_or_default();
+        assert!(
+            header.find("deputy before") < header.find("deputy min"),
+            "{main}"
+        );
+        assert!(!header.contains("codex"), "{main}");
+        let row = main.lines().nth(2).unwrap_or_default();
+        assert!(row.contains("14.0 / 14.0 / 14.0"), "{main}");
+        assert!(row.ends_with("yes"), "{main}");
+        let comparison = results.comparison_table();
+        assert!(
+            comparison
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .contains("before median")
+        );
+        assert!(
+            comparison
+                .lines()
+                .nth(2)
+                .unwrap_or_default()
+                .contains("14.0"),
+            "{comparison}"
+        );
     }
 }

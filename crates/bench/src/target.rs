@@ -34,9 +34,20 @@ pub struct Target {
     pub kind: Kind,
     /// The executable, run as `<path> mcp-server`.
     pub path: PathBuf,
+    /// An earlier deputy build, measured for a before/after column (`--before`).
+    pub before: bool,
 }
 
 impl Target {
+    /// How the tables and the progress lines name it.
+    pub fn name(&self) -> &'static str {
+        match (self.kind, self.before) {
+            (Kind::Deputy, true) => "deputy (before)",
+            (Kind::Deputy, false) => "deputy",
+            (Kind::Codex, _) => "codex",
+        }
+    }
+
     /// The first line of `<path> --version`, for the report header.
     pub fn version(&self) -> String {
         Command::new(&self.path)
@@ -144,6 +155,7 @@ mod tests {
             let target = Target {
                 kind,
                 path: PathBuf::from("/bin/true"),
+                before: false,
             };
             let cmd = home.command(&target);
             let value = cmd

@@ -33,7 +33,7 @@ impl Workload for OutputFlood {
             Sample::ms("time to result", Goal::None, reply.at - sent),
             Sample::mib(
                 "peak RSS growth",
-                Goal::AtMost(16.0),
+                Goal::AtMost(12.0),
                 after.saturating_sub(before),
             ),
             Sample::mib("peak RSS", Goal::None, after),

@@ -17,7 +17,7 @@ const WARM_UP: u64 = 20;
 /// Sessions whose memory is measured.
 const SESSIONS: u64 = 500;
 /// The goal for an idle thread beyond its history.
-const GOAL_KIB: f64 = 64.0;
+const GOAL_KIB: f64 = 16.0;
 
 /// [`WARM_UP`] + [`SESSIONS`] sequential `codex` calls, each one command and an answer.
 pub struct IdleMemory;
