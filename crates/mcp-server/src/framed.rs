@@ -136,7 +136,7 @@ fn wire_text(message: &ServerJsonRpcMessage) -> serde_json::Result<String> {
     struct Notification<'a> {
         jsonrpc: &'static str,
         method: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        // As rmcp writes it: `null` when there are none.
         params: Option<&'a serde_json::Value>,
     }
     if let JsonRpcMessage::Notification(notification) = message
