@@ -19,7 +19,7 @@ use crate::approval::ApprovalGate;
 use crate::context::{Session, ToolState, TurnSettings};
 use crate::event_log::EventLog;
 use crate::sync::lock;
-use crate::thread::{OpReceiver, Thread, ThreadStart};
+use crate::thread::{Thread, ThreadStart};
 use crate::tools::ThreadTools;
 use crate::turn::{TurnKind, TurnStart};
 use crate::turn_clock::TurnClock;
@@ -72,14 +72,12 @@ fn spawn(
     ));
     announce(&thread);
     tokio::spawn(async move {
-        // The start-up steps run boxed, freed once done: the task is as large as its
-        // largest step for as long as the thread lives, idle or not.
         if read_project_docs {
-            Box::pin(add_project_instructions(&session)).await;
+            add_project_instructions(&session).await;
         }
         let mut submit_rx = submit_rx;
         let mcp = crate::mcp::ThreadServers::default();
-        let held = Box::pin(start_mcp_servers(&session, &tools, &mcp, &mut submit_rx)).await;
+        let held = start_mcp_servers(&session, &tools, &mcp, &mut submit_rx).await;
         submission_loop(session, tools, &mcp, held, submit_rx).await;
     });
     thread
@@ -127,7 +125,7 @@ async fn start_mcp_servers(
     session: &Session,
     tools: &ThreadTools,
     mcp: &crate::mcp::ThreadServers,
-    ops: &mut OpReceiver,
+    ops: &mut mpsc::UnboundedReceiver<Submission>,
 ) -> VecDeque<Submission> {
     let config = lock(&session.settings).config.clone();
     let cancel = CancellationToken::new();
@@ -137,7 +135,7 @@ async fn start_mcp_servers(
     let unusable = loop {
         let submission = tokio::select! {
             unusable = &mut starting => break unusable,
-            submission = ops.recv(), if !cancel.is_cancelled() => submission.map(|boxed| *boxed),
+            submission = ops.recv(), if !cancel.is_cancelled() => submission,
         };
         let Some(submission) = submission else {
             let _ = abort_waiting(session, &mut held, |_| true);
@@ -204,7 +202,7 @@ async fn submission_loop(
     tools: Arc<ThreadTools>,
     mcp: &crate::mcp::ThreadServers,
     mut held: VecDeque<Submission>,
-    mut ops: OpReceiver,
+    mut ops: mpsc::UnboundedReceiver<Submission>,
 ) {
     let mut running: Option<RunningTurn> = None;
     let mut queue: VecDeque<QueuedTurn> = VecDeque::new();
@@ -222,15 +220,9 @@ async fn submission_loop(
             None => tokio::select! {
                 () = finished => {
                     running = queue.pop_front().map(|next| start_turn(&session, &tools, next));
-                    if running.is_none() {
-                        // Idle until the next op: give back spare capacity.
-                        lock(&session.history).shrink_to_fit();
-                        queue.shrink_to_fit();
-                        held.shrink_to_fit();
-                    }
                     continue;
                 }
-                submission = ops.recv() => submission.map(|boxed| *boxed),
+                submission = ops.recv() => submission,
             },
         };
         let Some(Submission { id, op }) = submission else {
@@ -287,27 +279,19 @@ async fn submission_loop(
                 }
             }
             Op::Shutdown => {
-                // Boxed, like the end below: the loop's task is as large as its largest
-                // await for as long as the thread lives.
-                Box::pin(async {
-                    stop(&session, running.take(), &mut queue).await;
-                    mcp.release().await;
-                    session
-                        .log
-                        .publish_final(&id, ThreadEventMsg::ShutdownComplete)
-                        .await;
-                })
-                .await;
+                stop(&session, running.take(), &mut queue).await;
+                mcp.release().await;
+                session
+                    .log
+                    .publish_final(&id, ThreadEventMsg::ShutdownComplete)
+                    .await;
                 return;
             }
         }
     }
-    Box::pin(async {
-        stop(&session, running, &mut queue).await;
-        mcp.release().await;
-        session.close_rollout().await;
-    })
-    .await;
+    stop(&session, running, &mut queue).await;
+    mcp.release().await;
+    session.close_rollout().await;
     session.log.close();
 }
 
