@@ -19,7 +19,7 @@ use crate::approval::ApprovalGate;
 use crate::context::{Session, ToolState, TurnSettings};
 use crate::event_log::EventLog;
 use crate::sync::lock;
-use crate::thread::{Thread, ThreadStart};
+use crate::thread::{OpReceiver, Thread, ThreadStart};
 use crate::tools::ThreadTools;
 use crate::turn::{TurnKind, TurnStart};
 use crate::turn_clock::TurnClock;
@@ -125,7 +125,7 @@ async fn start_mcp_servers(
     session: &Session,
     tools: &ThreadTools,
     mcp: &crate::mcp::ThreadServers,
-    ops: &mut mpsc::UnboundedReceiver<Submission>,
+    ops: &mut OpReceiver,
 ) -> VecDeque<Submission> {
     let config = lock(&session.settings).config.clone();
     let cancel = CancellationToken::new();
@@ -135,7 +135,7 @@ async fn start_mcp_servers(
     let unusable = loop {
         let submission = tokio::select! {
             unusable = &mut starting => break unusable,
-            submission = ops.recv(), if !cancel.is_cancelled() => submission,
+            submission = ops.recv(), if !cancel.is_cancelled() => submission.map(|boxed| *boxed),
         };
         let Some(submission) = submission else {
             let _ = abort_waiting(session, &mut held, |_| true);
@@ -202,7 +202,7 @@ async fn submission_loop(
     tools: Arc<ThreadTools>,
     mcp: &crate::mcp::ThreadServers,
     mut held: VecDeque<Submission>,
-    mut ops: mpsc::UnboundedReceiver<Submission>,
+    mut ops: OpReceiver,
 ) {
     let mut running: Option<RunningTurn> = None;
     let mut queue: VecDeque<QueuedTurn> = VecDeque::new();
@@ -222,7 +222,7 @@ async fn submission_loop(
                     running = queue.pop_front().map(|next| start_turn(&session, &tools, next));
                     continue;
                 }
-                submission = ops.recv() => submission,
+                submission = ops.recv() => submission.map(|boxed| *boxed),
             },
         };
         let Some(Submission { id, op }) = submission else {

@@ -46,12 +46,18 @@ pub struct TurnInput {
     pub output_schema: Option<serde_json::Value>,
 }
 
+/// The sending end of a thread's ops. They travel boxed: the channel allocates its slots
+/// 32 at a time and an idle thread keeps that block, 32 pointers instead of 32 ops.
+pub(crate) type OpSender = mpsc::UnboundedSender<Box<Submission>>;
+/// The receiving end, its submission loop's.
+pub(crate) type OpReceiver = mpsc::UnboundedReceiver<Box<Submission>>;
+
 /// A handle on a running thread.
 #[derive(Debug)]
 pub struct Thread {
     id: String,
     settings: Arc<Mutex<TurnSettings>>,
-    submit_tx: mpsc::UnboundedSender<Submission>,
+    submit_tx: OpSender,
     log: Arc<EventLog>,
     next_submission: AtomicU64,
     /// The handlers added to the thread at run time (shared with its submission loop).
@@ -63,7 +69,7 @@ impl Thread {
     pub(crate) fn new(
         id: String,
         settings: Arc<Mutex<TurnSettings>>,
-        submit_tx: mpsc::UnboundedSender<Submission>,
+        submit_tx: OpSender,
         log: Arc<EventLog>,
         tools: Arc<ThreadTools>,
     ) -> Self {
@@ -132,7 +138,7 @@ impl Thread {
     /// Sends an op under the caller's submission id.
     pub fn submit_with_id(&self, id: String, op: Op) -> Result<(), ThreadError> {
         self.submit_tx
-            .send(Submission { id, op })
+            .send(Box::new(Submission { id, op }))
             .map_err(|_| ThreadError::Closed)
     }
 
