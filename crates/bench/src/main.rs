@@ -101,7 +101,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
     for target in &targets {
         println!(
             "  {}: {} ({})",
-            target.name(),
+            Column::of(target).name(),
             target.path.display(),
             target.version()
         );
@@ -119,14 +119,14 @@ fn run(args: Args) -> anyhow::Result<bool> {
             // Alternating servers within each round spreads machine noise over both.
             for (target, workload) in targets.iter().zip(instances.iter_mut()) {
                 let column = Column::of(target);
-                eprintln!("[{name}] {} run {run}/{}", target.name(), args.runs);
+                eprintln!("[{name}] {} run {run}/{}", column.name(), args.runs);
                 match workload.run(target) {
                     Ok(Outcome::Measured(samples)) => results.add(name, column, &samples),
-                    Ok(Outcome::Unsupported(why)) => results.note(name, target.name(), &why),
+                    Ok(Outcome::Unsupported(why)) => results.note(name, column.name(), &why),
                     Err(err) => {
                         all_ok = false;
-                        eprintln!("[{name}] {} run {run} failed: {err:#}", target.name());
-                        results.note(name, target.name(), &format!("FAILED: {err:#}"));
+                        eprintln!("[{name}] {} run {run} failed: {err:#}", column.name());
+                        results.note(name, column.name(), &format!("FAILED: {err:#}"));
                     }
                 }
             }

@@ -24,6 +24,15 @@ impl Column {
             (Kind::Codex, _) => Column::Codex,
         }
     }
+
+    /// How the progress lines and the notes name the binary measured for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Before => "deputy (before)",
+            Column::Deputy => "deputy",
+            Column::Codex => "codex",
+        }
+    }
 }
 
 /// What a figure counts; every figure is "lower is better".

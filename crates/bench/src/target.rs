@@ -39,15 +39,6 @@ pub struct Target {
 }
 
 impl Target {
-    /// How the tables and the progress lines name it.
-    pub fn name(&self) -> &'static str {
-        match (self.kind, self.before) {
-            (Kind::Deputy, true) => "deputy (before)",
-            (Kind::Deputy, false) => "deputy",
-            (Kind::Codex, _) => "codex",
-        }
-    }
-
     /// The first line of `<path> --version`, for the report header.
     pub fn version(&self) -> String {
         Command::new(&self.path)
