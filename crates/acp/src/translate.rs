@@ -183,14 +183,24 @@ impl UpdateMapper {
     }
 
     fn updated(&mut self, item: &ThreadItem) -> Vec<SessionUpdate> {
+        /// Whether a command, patch or MCP call has started running.
+        fn tool_started(item: &ThreadItem) -> bool {
+            match item {
+                ThreadItem::CommandExecution(command) => command.started,
+                ThreadItem::FileChange(change) => change.started,
+                ThreadItem::McpToolCall(call) => call.started,
+                _ => false,
+            }
+        }
+
         match item {
-            ThreadItem::CommandExecution(engine::CommandExecutionItem { id, started, .. })
-            | ThreadItem::FileChange(engine::FileChangeItem { id, started, .. })
-            | ThreadItem::McpToolCall(engine::McpToolCallItem { id, started, .. })
-                if *started =>
+            ThreadItem::CommandExecution(_)
+            | ThreadItem::FileChange(_)
+            | ThreadItem::McpToolCall(_)
+                if tool_started(item) =>
             {
                 vec![update(
-                    id,
+                    item.id(),
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
                 )]
             }

@@ -18,7 +18,8 @@ use deputy_core::review::REVIEW_PROMPT;
 use deputy_core::rollout::{SessionSource, list_sessions};
 use deputy_core::{Thread, ThreadManager};
 use deputy_protocol::{
-    ReviewRequest, ReviewTarget, ThreadEvent, ThreadEventMsg, ThreadItem, TurnAbortReason,
+    ExitedReviewModeItem, ReviewRequest, ReviewTarget, ThreadEvent, ThreadEventMsg, ThreadItem,
+    TurnAbortReason,
 };
 use deputy_test_support::{MockModelServer, MockResponse, TestHome};
 use serde_json::Value;
@@ -111,12 +112,12 @@ fn user_texts(body: &Value) -> Vec<String> {
         .collect()
 }
 
-fn exited(events: &[Arc<ThreadEvent>]) -> deputy_protocol::ExitedReviewModeItem {
+fn exited(events: &[Arc<ThreadEvent>]) -> ExitedReviewModeItem {
     events
         .iter()
         .find_map(|e| match &e.msg {
             ThreadEventMsg::ItemCompleted(done) => match &done.item {
-                ThreadItem::ExitedReviewMode(item) => Some(item.clone()),
+                ThreadItem::ExitedReviewMode(item) => Some(ExitedReviewModeItem::clone(item)),
                 _ => None,
             },
             _ => None,

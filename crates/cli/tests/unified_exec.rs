@@ -486,3 +486,58 @@ fn exec_command_asks_the_same_approval_question_and_runs_only_once_accepted() {
         );
     }
 }
+
+/// The threads `pid` runs, from `/proc`.
+fn threads_of(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("deputy's status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|count| count.trim().parse().ok())
+        .expect("a Threads line")
+}
+
+#[test]
+fn quiet_terminal_sessions_hold_no_thread_each() {
+    const SESSIONS: usize = 16;
+    let markers: Vec<String> = (0..SESSIONS)
+        .map(|i| unique_marker(&format!("uexec-quiet{i}")))
+        .collect();
+    let commands: Vec<String> = markers.iter().map(|m| long_runner(m)).collect();
+    let model = scripted(move |outputs| match outputs.len() {
+        n @ 0..SESSIONS => exec_command(
+            &format!("start-{n}"),
+            json!({"cmd": commands[n], "tty": true, "yield_time_ms": 50}),
+        ),
+        // Every session is running and printing nothing while this request hangs.
+        _ => MockResponse::text_turn("never").stall_after(0),
+    });
+    let home = home_for(&model, "danger-full-access");
+    let mut child: Child = home
+        .command(DEPUTY)
+        .args(["exec", "--json", "--skip-git-repo-check", "-m", MODEL, "go"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn deputy");
+    model
+        .wait_for_requests(SESSIONS + 1, SOON)
+        .unwrap_or_else(|err| panic!("{err}"));
+    for marker in &markers {
+        wait_running(marker);
+    }
+    // The runtime's workers, the main thread and a few more; a thread blocked in each
+    // session's read would add sixteen.
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = threads_of(child.id());
+    child.kill().expect("SIGKILL deputy");
+    child.wait().expect("reap deputy");
+    assert!(
+        threads < workers + 12,
+        "{threads} threads for {SESSIONS} quiet sessions ({workers} workers)"
+    );
+    for marker in &markers {
+        assert_gone(marker, "deputy was killed");
+    }
+}

@@ -297,10 +297,10 @@ impl TurnContext {
         let call_id = question.call_id().to_string();
         let subject = question.subject();
         let pending = self.session.approvals.register(&call_id);
-        self.emit(ThreadEventMsg::QuestionAsked(QuestionAsked {
+        self.emit(ThreadEventMsg::QuestionAsked(Box::new(QuestionAsked {
             item_id: item_id.to_string(),
             question,
-        }));
+        })));
         let reply = pending.wait(&self.cancel).await;
         self.emit(ThreadEventMsg::ApprovalResolved(ApprovalResolvedEvent {
             item_id: item_id.to_string(),
@@ -334,11 +334,11 @@ impl TurnContext {
         drop(plan);
         if started {
             self.emit(ThreadEventMsg::ItemUpdated(ItemEvent {
-                item: ThreadItem::Plan(item),
+                item: ThreadItem::Plan(Box::new(item)),
             }));
         } else {
             self.emit(ThreadEventMsg::ItemStarted(ItemEvent {
-                item: ThreadItem::Plan(item),
+                item: ThreadItem::Plan(Box::new(item)),
             }));
         }
     }
@@ -348,7 +348,7 @@ impl TurnContext {
     pub(crate) fn close_items(&self) {
         if let Some(plan) = lock(&self.plan).take() {
             self.emit(ThreadEventMsg::ItemCompleted(ItemEvent {
-                item: ThreadItem::Plan(plan),
+                item: ThreadItem::Plan(Box::new(plan)),
             }));
         }
         let open = std::mem::take(&mut *lock(&self.open_items));

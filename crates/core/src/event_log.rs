@@ -391,6 +391,17 @@ pub struct Subscription {
     finished: bool,
 }
 
+impl Drop for Subscription {
+    /// Leaves the log's subscribers at once: an idle thread publishes nothing that would
+    /// find the channel closed, and the channel would stay allocated until it did.
+    fn drop(&mut self) {
+        let mut state = lock(&self.log.state);
+        state
+            .subscribers
+            .retain(|subscriber| !Arc::ptr_eq(&subscriber.lagged, &self.lagged));
+    }
+}
+
 impl Subscription {
     /// The next event; `None` when the log is closed (the thread stopped) and everything
     /// was read. Cut off for falling behind, it subscribes again after the last event it

@@ -216,10 +216,10 @@ async fn sample_once(
                     last_token_usage: last,
                     model_context_window: ctx.config.context_window(),
                 });
-                ctx.emit(ThreadEventMsg::TokenCount(TokenCountEvent {
+                ctx.emit(ThreadEventMsg::TokenCount(Box::new(TokenCountEvent {
                     info,
                     rate_limits: None,
-                }));
+                })));
                 return Ok(Sampled {
                     items,
                     usage: token_usage,

@@ -6,11 +6,13 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::time::Duration;
 
 use deputy_protocol::SandboxMode;
 use deputy_sandbox::{SandboxPolicy, TmpRoots};
 
 use crate::config::Config;
+use crate::exec::ExecRequest;
 use crate::safety::WritableRoots;
 
 /// The kernel policy for every command of this thread, wherever it runs.
@@ -112,6 +114,30 @@ pub(crate) fn unconfined(config: &Config, cwd: &Path, argv: &[String]) -> Vec<St
         )),
         None => argv.to_vec(),
     }
+}
+
+/// The request that runs the model's `argv`, starting in `cwd`: confined by the thread's
+/// policy when `sandboxed` (`Err` as for [`confine`]), else [`unconfined`].
+pub(crate) fn exec_request(
+    config: &Config,
+    sandboxed: bool,
+    cwd: &Path,
+    argv: &[String],
+    timeout: Duration,
+) -> Result<ExecRequest, String> {
+    let argv = if sandboxed {
+        confine(config, cwd, argv)?
+    } else {
+        unconfined(config, cwd, argv)
+    };
+    Ok(ExecRequest {
+        argv,
+        cwd: cwd.to_path_buf(),
+        timeout,
+        env: config.shell_environment_policy.environment(),
+        // Both wrap the command in the launcher exactly when there is one.
+        supervised: config.sandbox_launcher.is_some(),
+    })
 }
 
 fn to_strings(argv: Vec<std::ffi::OsString>) -> Vec<String> {

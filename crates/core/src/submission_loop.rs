@@ -72,12 +72,14 @@ fn spawn(
     ));
     announce(&thread);
     tokio::spawn(async move {
+        // The start-up steps run boxed, freed once done: the task is as large as its
+        // largest step for as long as the thread lives, idle or not.
         if read_project_docs {
-            add_project_instructions(&session).await;
+            Box::pin(add_project_instructions(&session)).await;
         }
         let mut submit_rx = submit_rx;
         let mcp = crate::mcp::ThreadServers::default();
-        let held = start_mcp_servers(&session, &tools, &mcp, &mut submit_rx).await;
+        let held = Box::pin(start_mcp_servers(&session, &tools, &mcp, &mut submit_rx)).await;
         submission_loop(session, tools, &mcp, held, submit_rx).await;
     });
     thread
@@ -220,6 +222,11 @@ async fn submission_loop(
             None => tokio::select! {
                 () = finished => {
                     running = queue.pop_front().map(|next| start_turn(&session, &tools, next));
+                    if running.is_none() {
+                        // Idle until the next op: the queues give back spare capacity.
+                        queue.shrink_to_fit();
+                        held.shrink_to_fit();
+                    }
                     continue;
                 }
                 submission = ops.recv() => submission.map(|boxed| *boxed),
@@ -279,19 +286,27 @@ async fn submission_loop(
                 }
             }
             Op::Shutdown => {
-                stop(&session, running.take(), &mut queue).await;
-                mcp.release().await;
-                session
-                    .log
-                    .publish_final(&id, ThreadEventMsg::ShutdownComplete)
-                    .await;
+                // Boxed, like the end below: the loop's task is as large as its largest
+                // await for as long as the thread lives.
+                Box::pin(async {
+                    stop(&session, running.take(), &mut queue).await;
+                    mcp.release().await;
+                    session
+                        .log
+                        .publish_final(&id, ThreadEventMsg::ShutdownComplete)
+                        .await;
+                })
+                .await;
                 return;
             }
         }
     }
-    stop(&session, running, &mut queue).await;
-    mcp.release().await;
-    session.close_rollout().await;
+    Box::pin(async {
+        stop(&session, running, &mut queue).await;
+        mcp.release().await;
+        session.close_rollout().await;
+    })
+    .await;
     session.log.close();
 }
 

@@ -316,7 +316,11 @@ fn prepare_resume(
 /// Publishes what a thread opens with: `session_configured`, then the configuration's warnings.
 fn announce(thread: &Thread, configured: SessionConfiguredEvent) {
     let log = thread.log();
-    log.publish(None, "", ThreadEventMsg::SessionConfigured(configured));
+    log.publish(
+        None,
+        "",
+        ThreadEventMsg::SessionConfigured(Box::new(configured)),
+    );
     for message in &thread.config().warnings {
         log.publish(
             None,

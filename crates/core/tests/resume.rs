@@ -49,7 +49,7 @@ async fn configured_event(thread: &Thread, after_seq: u64) -> SessionConfiguredE
             .await
             .expect("the log has a session_configured");
         if let ThreadEventMsg::SessionConfigured(configured) = &event.msg {
-            return configured.clone();
+            return SessionConfiguredEvent::clone(configured);
         }
     }
 }

@@ -531,7 +531,7 @@ mod tests {
         exit: Option<i32>,
         output: &str,
     ) -> ThreadItem {
-        ThreadItem::CommandExecution(CommandExecutionItem {
+        ThreadItem::CommandExecution(Box::new(CommandExecutionItem {
             id: "engine-cmd".into(),
             call_id: "call".into(),
             command: vec!["bash".into(), "-lc".into(), "ls -la".into()],
@@ -546,7 +546,7 @@ mod tests {
             duration: None,
             formatted_output: String::new(),
             process_id: None,
-        })
+        }))
     }
 
     #[test]
@@ -581,7 +581,7 @@ mod tests {
     #[test]
     fn the_plan_is_a_todo_list_started_updated_and_completed() {
         let plan = |done: bool| {
-            ThreadItem::Plan(PlanUpdateItem {
+            ThreadItem::Plan(Box::new(PlanUpdateItem {
                 id: "engine-plan".into(),
                 explanation: None,
                 plan: vec![PlanItem {
@@ -592,7 +592,7 @@ mod tests {
                         StepStatus::InProgress
                     },
                 }],
-            })
+            }))
         };
         let mut mapper = JsonlMapper::default();
         let out = lines(
@@ -622,14 +622,14 @@ mod tests {
                 reasoning_output_tokens: reasoning,
                 total_tokens: input + output,
             };
-            ThreadEventMsg::TokenCount(TokenCountEvent {
+            ThreadEventMsg::TokenCount(Box::new(TokenCountEvent {
                 info: Some(TokenUsageInfo {
                     total_token_usage: usage,
                     last_token_usage: usage,
                     model_context_window: None,
                 }),
                 rate_limits: None,
-            })
+            }))
         };
         let mut mapper = JsonlMapper::default();
         let done = lines(
@@ -677,7 +677,7 @@ mod tests {
     fn what_the_sdk_types_lack_is_spelled_as_they_have_it() {
         use deputy_protocol::{TurnAbortedEvent, WarningEvent};
         let patch = |status| {
-            ThreadItem::FileChange(FileChangeItem {
+            ThreadItem::FileChange(Box::new(FileChangeItem {
                 id: "engine-patch".into(),
                 call_id: "call".into(),
                 changes: [(
@@ -692,7 +692,7 @@ mod tests {
                 auto_approved: false,
                 stdout: String::new(),
                 stderr: String::new(),
-            })
+            }))
         };
         let mut mapper = JsonlMapper::default();
         let thread_warning = ThreadEvent {

@@ -555,7 +555,7 @@ mod tests {
     }
 
     fn failed_command(output: &str) -> ThreadItem {
-        ThreadItem::CommandExecution(CommandExecutionItem {
+        ThreadItem::CommandExecution(Box::new(CommandExecutionItem {
             id: "c".into(),
             call_id: "call".into(),
             command: vec!["make".into(), "test".into()],
@@ -570,7 +570,7 @@ mod tests {
             duration: Some(Duration::from_millis(1500)),
             formatted_output: String::new(),
             process_id: None,
-        })
+        }))
     }
 
     #[test]
@@ -603,14 +603,14 @@ mod tests {
         }));
         view.render(&event(message));
         let plan = ThreadEventMsg::ItemStarted(ItemEvent {
-            item: ThreadItem::Plan(PlanUpdateItem {
+            item: ThreadItem::Plan(Box::new(PlanUpdateItem {
                 id: "p".into(),
                 explanation: None,
                 plan: vec![deputy_protocol::PlanItem {
                     step: "step\rdone".into(),
                     status: StepStatus::Pending,
                 }],
-            }),
+            })),
         });
         let shown = shown + &view.render(&event(plan));
         // Only the view's own styles are escape sequences; the model's are shown escaped.
@@ -630,7 +630,7 @@ mod tests {
     fn a_patch_shows_its_files_with_counts_and_a_failed_one_its_error() {
         let mut view = LiveView::new(Spinner::default());
         let patch = |status, changes, stderr: &str| {
-            completed(ThreadItem::FileChange(FileChangeItem {
+            completed(ThreadItem::FileChange(Box::new(FileChangeItem {
                 id: "p".into(),
                 call_id: "call".into(),
                 changes,
@@ -639,7 +639,7 @@ mod tests {
                 auto_approved: true,
                 stdout: String::new(),
                 stderr: stderr.into(),
-            }))
+            })))
         };
         let changes = BTreeMap::from([
             (
@@ -695,14 +695,14 @@ mod tests {
         };
         plain(
             &mut view,
-            ThreadEventMsg::TokenCount(TokenCountEvent {
+            ThreadEventMsg::TokenCount(Box::new(TokenCountEvent {
                 info: Some(TokenUsageInfo {
                     total_token_usage: usage,
                     last_token_usage: usage,
                     model_context_window: None,
                 }),
                 rate_limits: None,
-            }),
+            })),
         );
         let end = plain(
             &mut view,
@@ -728,10 +728,13 @@ mod tests {
             "rollout_path": "/r.jsonl"
         }))
         .unwrap();
-        plain(&mut view, ThreadEventMsg::SessionConfigured(configured));
+        plain(
+            &mut view,
+            ThreadEventMsg::SessionConfigured(Box::new(configured)),
+        );
         let model_text = "The user declined this patch; nothing was changed. Do not retry it.";
         let declined = |id: &str| {
-            completed(ThreadItem::FileChange(FileChangeItem {
+            completed(ThreadItem::FileChange(Box::new(FileChangeItem {
                 id: id.into(),
                 call_id: "call".into(),
                 changes: BTreeMap::from([(
@@ -745,7 +748,7 @@ mod tests {
                 auto_approved: false,
                 stdout: String::new(),
                 stderr: model_text.into(),
-            }))
+            })))
         };
         for id in ["p1", "p2"] {
             plain(

@@ -14,7 +14,7 @@ use std::io;
 use deputy_jsonrpc::OutputQueue;
 use deputy_jsonrpc::transport::{FrameReader, MessageTransport};
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -112,7 +112,7 @@ impl Transport<RoleServer> for FramedTransport {
         async move {
             let closed = |_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed");
             let place = output.reserve().await.map_err(closed)?;
-            let text = serde_json::to_string(&message)?;
+            let text = wire_text(&message)?;
             place.send(text).await.map_err(closed)
         }
     }
@@ -125,6 +125,31 @@ impl Transport<RoleServer> for FramedTransport {
         self.inbound.close();
         Ok(())
     }
+}
+
+/// The wire text of `message`. A custom notification (every `codex/event`) whose `_meta`
+/// is in its params already is written from its parts: rmcp's own serialization first
+/// copies the params into a new JSON value to merge `_meta` in, and the event that ends a
+/// command carries its captured output, megabytes of it.
+fn wire_text(message: &ServerJsonRpcMessage) -> serde_json::Result<String> {
+    #[derive(serde::Serialize)]
+    struct Notification<'a> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        // As rmcp writes it: `null` when there are none.
+        params: Option<&'a serde_json::Value>,
+    }
+    if let JsonRpcMessage::Notification(notification) = message
+        && let ServerNotification::CustomNotification(custom) = &notification.notification
+        && custom.extensions.is_empty()
+    {
+        return serde_json::to_string(&Notification {
+            jsonrpc: "2.0",
+            method: &custom.method,
+            params: custom.params.as_ref(),
+        });
+    }
+    serde_json::to_string(message)
 }
 
 #[cfg(test)]
@@ -167,6 +192,30 @@ mod tests {
             "clientInfo": {"name": "t", "version": "0"},
         }});
         format!("{message}\n")
+    }
+
+    #[test]
+    fn a_custom_notification_is_written_as_rmcp_writes_it() {
+        use rmcp::model::{CustomNotification, MetaObject, NotificationMetaObject};
+        let event = json!({"_meta": {"threadId": "t"}, "id": "1",
+            "msg": {"type": "exec_command_end", "stdout": "a \"quoted\"\nline é"}});
+        let mut with_meta = CustomNotification::new("codex/event", Some(event.clone()));
+        let mut meta = serde_json::Map::new();
+        meta.insert("progressToken".into(), json!(3));
+        with_meta
+            .extensions
+            .insert(NotificationMetaObject(MetaObject(meta)));
+        for custom in [
+            CustomNotification::new("codex/event", Some(event)),
+            CustomNotification::new("notifications/x", None),
+            with_meta,
+        ] {
+            let message =
+                ServerJsonRpcMessage::notification(ServerNotification::CustomNotification(custom));
+            let ours: Value = serde_json::from_str(&wire_text(&message).unwrap()).unwrap();
+            let rmcps: Value = serde_json::to_value(&message).unwrap();
+            assert_eq!(ours, rmcps);
+        }
     }
 
     #[tokio::test]

@@ -90,6 +90,9 @@ impl CallContext {
         };
         let notification = wire::notification::<CodexEvent>(&params);
         let request_key = params.meta.request_id.to_string();
+        // Freed before the send: the notification holds a copy, and a command's end carries
+        // its captured output.
+        drop(params);
         if let Some(tags) = &self.log_tags {
             let kind = wire::event_kind(&notification).unwrap_or_default();
             let tag = LogTag {

@@ -7,15 +7,18 @@ use crate::{
     ContextCompactedEvent, ContextCompactionStatus, DeltaEvent, Event, EventMsg,
     ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandStatus,
     ExitedReviewModeEvent, FileChangeItem, PatchApplyBeginEvent, PatchApplyEndEvent,
-    PatchApplyEndStatus, PatchApplyStatus, Question, ThreadEvent, ThreadEventMsg, ThreadItem,
-    UpdatePlanArgs, UserMessageEvent, WebSearchBeginEvent, WebSearchEndEvent,
+    PatchApplyEndStatus, PatchApplyStatus, Question, SessionConfiguredEvent, ThreadEvent,
+    ThreadEventMsg, ThreadItem, TokenCountEvent, UpdatePlanArgs, UserMessageEvent,
+    WebSearchBeginEvent, WebSearchEndEvent,
 };
 
 /// The Codex events an engine event stands for, in order (often one, sometimes none).
 pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
     let turn_id = event.turn_id.clone().unwrap_or_default();
     let msgs: Vec<EventMsg> = match &event.msg {
-        ThreadEventMsg::SessionConfigured(e) => vec![EventMsg::SessionConfigured(e.clone())],
+        ThreadEventMsg::SessionConfigured(e) => vec![EventMsg::SessionConfigured(
+            SessionConfiguredEvent::clone(e),
+        )],
         ThreadEventMsg::TurnStarted(e) => vec![EventMsg::TaskStarted(e.clone())],
         ThreadEventMsg::ItemStarted(e) => match &e.item {
             ThreadItem::Plan(plan) => vec![plan_update(plan)],
@@ -144,7 +147,7 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
         },
         ThreadEventMsg::ApprovalResolved(_) => Vec::new(),
         ThreadEventMsg::TurnDiff(e) => vec![EventMsg::TurnDiff(e.clone())],
-        ThreadEventMsg::TokenCount(e) => vec![EventMsg::TokenCount(e.clone())],
+        ThreadEventMsg::TokenCount(e) => vec![EventMsg::TokenCount(TokenCountEvent::clone(e))],
         ThreadEventMsg::StreamError(e) => vec![EventMsg::StreamError(e.clone())],
         ThreadEventMsg::Warning(e) => vec![EventMsg::Warning(e.clone())],
         ThreadEventMsg::TurnComplete(e) => vec![EventMsg::TaskComplete(e.clone())],
@@ -259,7 +262,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn command(status: CommandExecutionStatus, started: bool) -> ThreadItem {
-        ThreadItem::CommandExecution(CommandExecutionItem {
+        ThreadItem::CommandExecution(Box::new(CommandExecutionItem {
             id: "item-1".into(),
             call_id: "call-1".into(),
             command: vec!["ls".into()],
@@ -274,7 +277,7 @@ mod tests {
             duration: None,
             formatted_output: "Exit code: 0".into(),
             process_id: None,
-        })
+        }))
     }
 
     fn event(msg: ThreadEventMsg) -> ThreadEvent {

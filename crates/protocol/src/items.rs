@@ -23,37 +23,38 @@ pub enum ThreadItem {
     AgentMessage(AgentMessageItem),
     /// The model's reasoning summary.
     Reasoning(ReasoningItem),
-    /// A command the model asked to run.
-    CommandExecution(CommandExecutionItem),
+    /// A command the model asked to run. (Boxed, as is every large variant: an item is
+    /// as large as its largest variant, and every event in a thread's log holds one.)
+    CommandExecution(Box<CommandExecutionItem>),
     /// A patch the model asked to apply.
-    FileChange(FileChangeItem),
+    FileChange(Box<FileChangeItem>),
     /// The model's plan (`update_plan`), one item per turn, updated in place.
-    Plan(PlanUpdateItem),
+    Plan(Box<PlanUpdateItem>),
     /// A review began: the turn now reports the reviewer's work.
-    EnteredReviewMode(EnteredReviewModeItem),
+    EnteredReviewMode(Box<EnteredReviewModeItem>),
     /// The review ended, with its findings.
-    ExitedReviewMode(ExitedReviewModeItem),
+    ExitedReviewMode(Box<ExitedReviewModeItem>),
     /// The history was compacted: summarized by the model and replaced by the summary.
     ContextCompaction(ContextCompactionItem),
     /// A search by the provider's hosted web search (started and completed when the
     /// model's `web_search_call` arrives).
     WebSearch(WebSearchItem),
     /// A call of an MCP server's tool.
-    McpToolCall(crate::McpToolCallItem),
+    McpToolCall(Box<crate::McpToolCallItem>),
 }
 
 crate::tagged::tag_first_deserialize!(ThreadItem, "a thread item: an object with a `type`", {
     "user_message" => UserMessage(UserMessageItem),
     "agent_message" => AgentMessage(AgentMessageItem),
     "reasoning" => Reasoning(ReasoningItem),
-    "command_execution" => CommandExecution(CommandExecutionItem),
-    "file_change" => FileChange(FileChangeItem),
-    "plan" => Plan(PlanUpdateItem),
-    "entered_review_mode" => EnteredReviewMode(EnteredReviewModeItem),
-    "exited_review_mode" => ExitedReviewMode(ExitedReviewModeItem),
+    "command_execution" => CommandExecution(Box<CommandExecutionItem>),
+    "file_change" => FileChange(Box<FileChangeItem>),
+    "plan" => Plan(Box<PlanUpdateItem>),
+    "entered_review_mode" => EnteredReviewMode(Box<EnteredReviewModeItem>),
+    "exited_review_mode" => ExitedReviewMode(Box<ExitedReviewModeItem>),
     "context_compaction" => ContextCompaction(ContextCompactionItem),
     "web_search" => WebSearch(WebSearchItem),
-    "mcp_tool_call" => McpToolCall(crate::McpToolCallItem),
+    "mcp_tool_call" => McpToolCall(Box<crate::McpToolCallItem>),
 });
 
 impl ThreadItem {

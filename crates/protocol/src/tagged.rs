@@ -82,7 +82,8 @@ macro_rules! tag_first_deserialize {
         <$payload as serde::Deserialize>::deserialize($rest).map($ty::$variant)
     };
     (@variant $ty:ident, $rest:ident, $variant:ident, $payload:ty as $into:ty) => {
-        <$payload as serde::Deserialize>::deserialize($rest).map(|read| $ty::$variant(<$into>::from(read)))
+        // `into` boxes the converted value when the variant holds a box.
+        <$payload as serde::Deserialize>::deserialize($rest).map(|read| $ty::$variant(<$into>::from(read).into()))
     };
     (@variant $ty:ident, $rest:ident, $variant:ident) => {
         <serde::de::IgnoredAny as serde::Deserialize>::deserialize($rest).map(|_| $ty::$variant)

@@ -32,7 +32,7 @@ pub struct ThreadEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ThreadEventMsg {
     /// The thread is configured: the first event of a thread, and again whenever it is resumed.
-    SessionConfigured(SessionConfiguredEvent),
+    SessionConfigured(Box<SessionConfiguredEvent>),
     /// A turn began.
     TurnStarted(TaskStartedEvent),
     /// An item began.
@@ -52,7 +52,7 @@ pub enum ThreadEventMsg {
     /// The turn's cumulative diff changed.
     TurnDiff(TurnDiffEvent),
     /// Token usage after a model response.
-    TokenCount(TokenCountEvent),
+    TokenCount(Box<TokenCountEvent>),
     /// The model stream failed and is being retried.
     StreamError(StreamErrorEvent),
     /// Something non-fatal the user should know.
@@ -73,11 +73,11 @@ pub enum ThreadEventMsg {
     /// under the question kind's own tag (`exec_approval_request`, `patch_approval_request`,
     /// `mcp_tool_call_approval_request`), as the rollouts have always had them.
     #[serde(untagged)]
-    QuestionAsked(QuestionAsked),
+    QuestionAsked(Box<QuestionAsked>),
 }
 
 crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object with a `type`", {
-    "session_configured" => SessionConfigured(SessionConfiguredEvent),
+    "session_configured" => SessionConfigured(Box<SessionConfiguredEvent>),
     "turn_started" => TurnStarted(TaskStartedEvent),
     "item_started" => ItemStarted(ItemEvent),
     "item_updated" => ItemUpdated(ItemEvent),
@@ -92,7 +92,7 @@ crate::tagged::tag_first_deserialize!(ThreadEventMsg, "a thread event: an object
     "user_input_request" => QuestionAsked(UserInput as QuestionAsked),
     "approval_resolved" => ApprovalResolved(ApprovalResolvedEvent),
     "turn_diff" => TurnDiff(TurnDiffEvent),
-    "token_count" => TokenCount(TokenCountEvent),
+    "token_count" => TokenCount(Box<TokenCountEvent>),
     "stream_error" => StreamError(StreamErrorEvent),
     "warning" => Warning(WarningEvent),
     "turn_complete" => TurnComplete(TaskCompleteEvent),

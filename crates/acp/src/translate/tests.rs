@@ -80,7 +80,7 @@ fn a_declined_command_fails_with_what_the_model_was_told() {
     );
     let started = wire(
         UpdateMapper::live().map(&event(ThreadEventMsg::ItemStarted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd.clone()),
+            item: ThreadItem::CommandExecution(Box::new(cmd.clone())),
         }))),
     );
     assert_eq!(started[0]["title"], "cat a.txt");
@@ -91,7 +91,7 @@ fn a_declined_command_fails_with_what_the_model_was_told() {
     cmd.duration = Some(Duration::ZERO);
     let done = wire(
         UpdateMapper::live().map(&event(ThreadEventMsg::ItemCompleted(ItemEvent {
-            item: ThreadItem::CommandExecution(cmd),
+            item: ThreadItem::CommandExecution(Box::new(cmd)),
         }))),
     );
     assert_eq!(done[0]["status"], "failed");
@@ -124,7 +124,7 @@ fn a_patch_is_an_edit_with_a_diff_per_file() {
             },
         ),
     ]);
-    let item = ThreadItem::FileChange(FileChangeItem {
+    let item = ThreadItem::FileChange(Box::new(FileChangeItem {
         id: "p".into(),
         call_id: "call".into(),
         changes,
@@ -133,7 +133,7 @@ fn a_patch_is_an_edit_with_a_diff_per_file() {
         auto_approved: false,
         stdout: String::new(),
         stderr: String::new(),
-    });
+    }));
     let started =
         wire(UpdateMapper::live().map(&event(ThreadEventMsg::ItemStarted(ItemEvent { item }))));
     let call = &started[0];

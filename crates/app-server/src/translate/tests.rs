@@ -64,12 +64,12 @@ fn a_command_item_maps_to_command_execution() {
     done.aggregated_output = "x\n".into();
     done.duration = Some(Duration::from_millis(1500));
     let started = event(ThreadEventMsg::ItemStarted(ItemEvent {
-        item: engine::ThreadItem::CommandExecution(command(
+        item: engine::ThreadItem::CommandExecution(Box::new(command(
             engine::CommandExecutionStatus::InProgress,
-        )),
+        ))),
     }));
     let completed = event(ThreadEventMsg::ItemCompleted(ItemEvent {
-        item: engine::ThreadItem::CommandExecution(done),
+        item: engine::ThreadItem::CommandExecution(Box::new(done)),
     }));
     assert_eq!(
         wire(&started),
@@ -93,7 +93,7 @@ fn a_command_item_maps_to_command_execution() {
 #[test]
 fn a_question_makes_the_thread_wait_on_approval_until_it_is_answered() {
     // The question itself goes out through the thread's approver (`crate::approver`).
-    let asked = event(ThreadEventMsg::QuestionAsked(QuestionAsked {
+    let asked = event(ThreadEventMsg::QuestionAsked(Box::new(QuestionAsked {
         item_id: "item".into(),
         question: Question::Exec(ExecApprovalRequestEvent {
             call_id: "call".into(),
@@ -103,7 +103,7 @@ fn a_question_makes_the_thread_wait_on_approval_until_it_is_answered() {
             reason: Some("outside the sandbox".into()),
             parsed_cmd: Vec::new(),
         }),
-    }));
+    })));
     assert_eq!(
         wire(&asked),
         [json!({"method": "thread/status/changed", "params": {
@@ -282,7 +282,7 @@ fn deltas_name_their_item() {
 #[test]
 fn review_mode_items_carry_their_rendered_review() {
     let entered = event(ThreadEventMsg::ItemStarted(ItemEvent {
-        item: engine::ThreadItem::EnteredReviewMode(engine::EnteredReviewModeItem {
+        item: engine::ThreadItem::EnteredReviewMode(Box::new(engine::EnteredReviewModeItem {
             id: "in".into(),
             review: "the uncommitted changes".into(),
             request: engine::ReviewRequest {
@@ -291,14 +291,14 @@ fn review_mode_items_carry_their_rendered_review() {
                 model: None,
                 user_facing_hint: "the uncommitted changes".into(),
             },
-        }),
+        })),
     }));
     let exited = event(ThreadEventMsg::ItemCompleted(ItemEvent {
-        item: engine::ThreadItem::ExitedReviewMode(engine::ExitedReviewModeItem {
+        item: engine::ThreadItem::ExitedReviewMode(Box::new(engine::ExitedReviewModeItem {
             id: "out".into(),
             review: "Looks right.".into(),
             output: None,
-        }),
+        })),
     }));
     assert_eq!(
         wire(&entered)[0]["params"]["item"],

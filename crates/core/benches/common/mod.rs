@@ -199,11 +199,11 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
                 Vec::new(),
             );
             event(ThreadEventMsg::ItemStarted(item(
-                ThreadItem::CommandExecution(command.clone()),
+                ThreadItem::CommandExecution(Box::new(command.clone())),
             )));
             command.started = true;
             event(ThreadEventMsg::ItemUpdated(item(
-                ThreadItem::CommandExecution(command.clone()),
+                ThreadItem::CommandExecution(Box::new(command.clone())),
             )));
             command.status = CommandExecutionStatus::Completed;
             command.exit_code = Some(0);
@@ -212,7 +212,7 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
             command.duration = Some(Duration::from_millis(200));
             command.formatted_output = formatted;
             event(ThreadEventMsg::ItemCompleted(item(
-                ThreadItem::CommandExecution(command),
+                ThreadItem::CommandExecution(Box::new(command)),
             )));
             recorder.record_items([&reasoning, &function_call, &output]);
             usage.add(&TokenUsage {
@@ -261,14 +261,14 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
 }
 
 fn token_count(total: TokenUsage) -> ThreadEventMsg {
-    ThreadEventMsg::TokenCount(TokenCountEvent {
+    ThreadEventMsg::TokenCount(Box::new(TokenCountEvent {
         info: Some(TokenUsageInfo {
             total_token_usage: total,
             last_token_usage: total,
             model_context_window: Some(272_000),
         }),
         rate_limits: None,
-    })
+    }))
 }
 
 /// `len` bytes of word-like text with some lines, quotes and non-ASCII, as JSON must escape them.

@@ -31,23 +31,35 @@ pub struct ModelClient {
     http: reqwest::Client,
     /// The wire API's endpoint with the provider's query parameters.
     endpoint: Url,
-    /// The provider's headers plus the fixed SSE/JSON ones.
-    headers: HeaderMap,
+    /// The provider's own headers, checked; [`ModelClient::headers`] adds the fixed ones.
+    /// (Kept as a list: a `HeaderMap` costs every idle thread most of a kilobyte.)
+    provider_headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl ModelClient {
     /// Builds a client for one provider and model. No network I/O here.
     pub fn new(provider: ModelProviderInfo, model: String) -> Result<Self, ModelError> {
         let endpoint = endpoint(&provider)?;
-        let headers = headers(&provider)?;
+        let provider_headers = provider_headers(&provider)?;
         let http = http_client(&endpoint)?;
         Ok(Self {
             provider,
             model,
             http,
             endpoint,
-            headers,
+            provider_headers,
         })
+    }
+
+    /// The headers every request carries: the fixed SSE/JSON ones, then the provider's.
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::with_capacity(2 + self.provider_headers.len());
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in &self.provider_headers {
+            headers.insert(name.clone(), value.clone());
+        }
+        headers
     }
 
     /// The provider this client talks to.
@@ -74,7 +86,7 @@ impl ModelClient {
     pub fn shown_request_head(&self) -> (String, Vec<(String, String)>) {
         const HIDDEN: &str = "[redacted]";
         let mut headers: Vec<(String, String)> = self
-            .headers
+            .headers()
             .iter()
             .map(|(name, value)| {
                 let shown = if *name == ACCEPT || *name == CONTENT_TYPE {
@@ -118,7 +130,7 @@ impl ModelClient {
         prompt: &Prompt,
         on_retry: &(dyn Fn(RetryNotice) + Send + Sync),
     ) -> Result<ResponseStream, ModelError> {
-        let mut headers = self.headers.clone();
+        let mut headers = self.headers();
         if let Some(key) = self
             .provider
             .api_key()
@@ -249,10 +261,10 @@ fn endpoint(provider: &ModelProviderInfo) -> Result<Url, ModelError> {
     Ok(url)
 }
 
-fn headers(provider: &ModelProviderInfo) -> Result<HeaderMap, ModelError> {
-    let mut headers = HeaderMap::new();
-    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+fn provider_headers(
+    provider: &ModelProviderInfo,
+) -> Result<Vec<(HeaderName, HeaderValue)>, ModelError> {
+    let mut headers = Vec::with_capacity(provider.http_headers.len());
     for (name, value) in &provider.http_headers {
         let invalid = || {
             ModelError::Config(format!(
@@ -262,7 +274,7 @@ fn headers(provider: &ModelProviderInfo) -> Result<HeaderMap, ModelError> {
         };
         let name = HeaderName::try_from(name.as_str()).map_err(|_| invalid())?;
         let value = HeaderValue::try_from(value.as_str()).map_err(|_| invalid())?;
-        headers.insert(name, value);
+        headers.push((name, value));
     }
     Ok(headers)
 }

@@ -53,6 +53,10 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// The command's whole environment (nothing else is inherited from deputy).
     pub env: Vec<(String, String)>,
+    /// `argv[0]` is deputy's launcher, which gives the command a session of its own. Only
+    /// then is it started without a fork (see [`start`]); any other command gets its session
+    /// in a forked child before exec.
+    pub supervised: bool,
 }
 
 /// How a command ended.
@@ -171,8 +175,8 @@ impl Drop for ProcessGroupGuard {
     }
 }
 
-/// A command started as every command is: in a session of its own, with only the
-/// environment it was given, counted as deputy's own child (not an escaped one) while this
+/// A command started as every command is: in a process group of its own (the command itself
+/// in a session of its own), with only the environment it was given, counted as deputy's own child (not an escaped one) while this
 /// lives, and its group stopped when this is dropped before it was waited for.
 pub(crate) struct Started {
     /// The process (usually the launcher supervising the command).
@@ -205,18 +209,28 @@ pub(crate) fn start(
         // Stopping goes through the group guard: SIGTERM first, so a supervisor can clean up.
         .kill_on_drop(false);
     stdio(&mut command);
-    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
-    // which is async-signal-safe.
-    unsafe {
-        // A session of its own: no controlling terminal (nothing it runs can reach the user's
-        // terminal through /dev/tty or be stopped by its job control), and a process group
-        // whose id is its pid, for the guard.
-        command.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    if req.supervised {
+        // A process group of its own is all the launcher needs (the group guard signals it;
+        // the launcher puts the command in a session of its own). Without a pre-exec closure
+        // the standard library spawns with posix_spawn, a vfork-style clone that shares
+        // deputy's memory until the exec, instead of fork, which copies deputy's page tables
+        // (a cost that grows with deputy's memory, paid on every command) and then
+        // write-protects every page deputy touches next.
+        command.process_group(0);
+    } else {
+        // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
+        // which is async-signal-safe.
+        unsafe {
+            // A session of its own: no controlling terminal (nothing it runs can reach the
+            // user's terminal through /dev/tty or be stopped by its job control), and a
+            // process group whose id is its pid, for the guard.
+            command.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
     adopt_orphans();
     let (child, own) = OWN_CHILDREN
@@ -231,6 +245,31 @@ pub(crate) fn start(
         group,
         _own: own,
     })
+}
+
+/// Where a stream's output is read into: small at first, since most commands print little
+/// and a thousand of them may be running at once, and as large as a pipe's buffer after a
+/// read that filled it, so that a flood is read in few calls.
+struct ReadBuffer(Vec<u8>);
+
+impl ReadBuffer {
+    const FIRST: usize = 4 * 1024;
+    const MAX: usize = 64 * 1024;
+
+    fn new() -> Self {
+        Self(vec![0; Self::FIRST])
+    }
+
+    /// The `n` bytes a read put at the start; the buffer grows if they filled it. The
+    /// bytes are copied out before the next read, so growing never loses any.
+    fn filled(&mut self, n: usize) -> &[u8] {
+        if n == self.0.len() && n < Self::MAX {
+            let mut larger = vec![0; Self::MAX];
+            larger[..n].copy_from_slice(&self.0[..n]);
+            self.0 = larger;
+        }
+        &self.0[..n]
+    }
 }
 
 /// Runs `req`, calling `on_output` with each chunk (up to [`DELTA_CAP_BYTES`]).
@@ -253,8 +292,7 @@ pub async fn run_command(
     let mut stderr = child.stderr.take().ok_or_else(|| piped("stderr"))?;
 
     let mut out = Captured::default();
-    let mut out_buf = vec![0u8; 64 * 1024];
-    let mut err_buf = vec![0u8; 64 * 1024];
+    let (mut out_buf, mut err_buf) = (ReadBuffer::new(), ReadBuffer::new());
     let (mut out_open, mut err_open) = (true, true);
     let deadline = tokio::time::sleep(req.timeout);
     tokio::pin!(deadline);
@@ -273,13 +311,13 @@ pub async fn run_command(
             }
         };
         tokio::select! {
-            n = stdout.read(&mut out_buf), if out_open => match n {
+            n = stdout.read(&mut out_buf.0), if out_open => match n {
                 Ok(0) | Err(_) => out_open = false,
-                Ok(n) => out.push(ExecOutputStream::Stdout, &out_buf[..n], &mut on_output),
+                Ok(n) => out.push(ExecOutputStream::Stdout, out_buf.filled(n), &mut on_output),
             },
-            n = stderr.read(&mut err_buf), if err_open => match n {
+            n = stderr.read(&mut err_buf.0), if err_open => match n {
                 Ok(0) | Err(_) => err_open = false,
-                Ok(n) => out.push(ExecOutputStream::Stderr, &err_buf[..n], &mut on_output),
+                Ok(n) => out.push(ExecOutputStream::Stderr, err_buf.filled(n), &mut on_output),
             },
             exit = child.wait(), if status.is_none() => {
                 status = Some(exit?);

@@ -11,6 +11,7 @@ fn request(script: &str, timeout: Duration) -> ExecRequest {
         cwd: std::env::temp_dir(),
         timeout,
         env: std::env::vars().collect(),
+        supervised: false,
     }
 }
 
@@ -135,6 +136,7 @@ async fn missing_program_is_a_spawn_error() {
         cwd: std::env::temp_dir(),
         timeout: Duration::from_secs(1),
         env: std::env::vars().collect(),
+        supervised: false,
     };
     let err = run_command(&req, &CancellationToken::new(), |_, _| {})
         .await

@@ -150,7 +150,7 @@ impl ToolHandler for ServerTools {
                 tool.name.clone(),
                 arguments.clone().map(Value::Object),
             );
-            ctx.item_started(ThreadItem::McpToolCall(item.clone()));
+            ctx.item_started(ThreadItem::McpToolCall(Box::new(item.clone())));
             if asks_first(ctx.config.approval_policy, tool.read_only)
                 && !lock(&self.approved).contains(&tool.name)
             {
@@ -167,12 +167,12 @@ impl ToolHandler for ServerTools {
                 if let Some(refused) = refused {
                     item.status = McpToolCallStatus::Failed;
                     item.error = Some("declined by the user".into());
-                    ctx.item_completed(ThreadItem::McpToolCall(item));
+                    ctx.item_completed(ThreadItem::McpToolCall(Box::new(item)));
                     return refused.map(FunctionOutput::Text);
                 }
             }
             item.started = true;
-            ctx.item_updated(ThreadItem::McpToolCall(item.clone()));
+            ctx.item_updated(ThreadItem::McpToolCall(Box::new(item.clone())));
             let start = Instant::now();
             let outcome = self.run(ctx, &item, arguments).await;
             item.duration = Some(start.elapsed());
@@ -193,7 +193,7 @@ impl ToolHandler for ServerTools {
                     FunctionOutput::Text(message)
                 }
             };
-            ctx.item_completed(ThreadItem::McpToolCall(item));
+            ctx.item_completed(ThreadItem::McpToolCall(Box::new(item)));
             Ok(output)
         })
     }

@@ -68,11 +68,11 @@ pub(crate) async fn run_review(
         started_at: Some(started_at),
         model_context_window: config.model_context_window,
     }));
-    let entered = ThreadItem::EnteredReviewMode(EnteredReviewModeItem {
+    let entered = ThreadItem::EnteredReviewMode(Box::new(EnteredReviewModeItem {
         id: new_item_id(),
         review: request.user_facing_hint.clone(),
         request: request.clone(),
-    });
+    }));
     publish(ThreadEventMsg::ItemStarted(ItemEvent {
         item: entered.clone(),
     }));
@@ -89,11 +89,11 @@ pub(crate) async fn run_review(
         Some(Err(why)) => (None, format!("The review failed: {why}")),
         None => (None, "The review was interrupted.".to_string()),
     };
-    let exited = ThreadItem::ExitedReviewMode(ExitedReviewModeItem {
+    let exited = ThreadItem::ExitedReviewMode(Box::new(ExitedReviewModeItem {
         id: new_item_id(),
         review: rendered.clone(),
         output,
-    });
+    }));
     publish(ThreadEventMsg::ItemStarted(ItemEvent {
         item: exited.clone(),
     }));

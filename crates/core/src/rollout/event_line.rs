@@ -145,7 +145,7 @@ fn on_disk(event: &ThreadEvent) -> (Cow<'_, ThreadEvent>, Option<Elided>) {
         }) => match command_on_disk(cmd) {
             Some((cmd, elided)) => (
                 with(ThreadEventMsg::ItemCompleted(ItemEvent {
-                    item: ThreadItem::CommandExecution(cmd),
+                    item: ThreadItem::CommandExecution(Box::new(cmd)),
                 })),
                 (!elided.is_empty()).then_some(elided),
             ),

@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::reader::resumed_from_bytes;
 use super::{ResumedSession, RolloutError};
@@ -22,6 +22,13 @@ use crate::sync::lock;
 
 /// How many bytes of records wait for a flush before they are written anyway.
 const WRITE_BUFFER: usize = 64 * 1024;
+
+/// How many rollout writes and syncs run on the blocking pool at once, over all threads.
+/// Syncs wait for the filesystem's journal, and without a bound a thousand sessions ending
+/// their turns together made tokio start its 512 blocking threads (each with a stack and
+/// an allocator arena of its own, kept for ten seconds once idle); past a few, more syncs
+/// at once finish no sooner, since the journal commits them together.
+static BLOCKING_IO: Semaphore = Semaphore::const_new(16);
 
 #[derive(Debug)]
 pub(super) enum Command {
@@ -78,7 +85,7 @@ pub(super) async fn write_loop(
     file: File,
     len: u64,
     shared: Arc<Shared>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut commands: mpsc::UnboundedReceiver<Box<Command>>,
 ) {
     let mut out = Batch {
         path,
@@ -88,22 +95,30 @@ pub(super) async fn write_loop(
         dir_synced: false,
         shared,
     };
+    // The directory entry first, while the thread's first turn runs: that turn's end then
+    // waits for the file's own data alone. Failing here only leaves it to the first sync,
+    // which reports it.
+    let _ = Box::pin(out.sync_dir()).await;
+    // Every step that waits for the disk runs boxed: the task is as large as its largest
+    // await for as long as the thread lives, and an idle thread only waits for a command.
     while let Some(command) = commands.recv().await {
-        match command {
+        match *command {
             Command::Record(lines) => {
-                let _ = out.record(&lines).await;
+                if out.queue(&lines) {
+                    let _ = Box::pin(out.flush()).await;
+                }
             }
             Command::Flush(ack) => {
-                let _ = ack.send(out.flush().await);
+                let _ = ack.send(Box::pin(out.flush()).await);
             }
             Command::Sync(ack) => {
-                let _ = ack.send(out.sync().await);
+                let _ = ack.send(Box::pin(out.sync()).await);
             }
             Command::Recover(ack) => {
-                let _ = ack.send(out.recover().await);
+                let _ = ack.send(Box::pin(out.recover()).await);
             }
             Command::Close(ack) => {
-                let result = out.sync().await;
+                let result = Box::pin(out.sync()).await;
                 // Unlocked explicitly, before the caller hears back: a process forked
                 // meanwhile (any command being spawned) holds a copy of the descriptor
                 // until it execs, and the lock would otherwise live on with that copy.
@@ -114,7 +129,7 @@ pub(super) async fn write_loop(
             }
         }
     }
-    let _ = out.flush().await;
+    let _ = Box::pin(out.flush()).await;
 }
 
 /// The writer task's side of the file: records wait in `pending` until a flush, a
@@ -143,17 +158,14 @@ impl Batch {
         error
     }
 
-    async fn record(&mut self, lines: &str) -> io::Result<()> {
+    /// Queues `lines`; `true` when [`WRITE_BUFFER`] bytes wait and should be written.
+    fn queue(&mut self, lines: &str) -> bool {
         if self.failed().is_some() {
             // Dropped: the history on disk stops at the failure.
-            return Ok(());
+            return false;
         }
         self.pending.extend_from_slice(lines.as_bytes());
-        if self.pending.len() >= WRITE_BUFFER {
-            self.flush().await
-        } else {
-            Ok(())
-        }
+        self.pending.len() >= WRITE_BUFFER
     }
 
     /// Writes what is pending; its buffer is freed with the write. A write that fails is
@@ -192,24 +204,23 @@ impl Batch {
 
     async fn sync(&mut self) -> io::Result<()> {
         self.flush().await?;
-        let dir = (!self.dir_synced).then(|| self.path.parent().map(Path::to_path_buf));
-        let result = self
-            .blocking(move |file| {
-                file.sync_data()?;
-                // Once, so that the file's own entry survives a power cut too.
-                if let Some(Some(dir)) = dir {
-                    File::open(dir)?.sync_all()?;
-                }
-                Ok(())
-            })
-            .await;
-        match result {
-            Ok(()) => {
-                self.dir_synced = true;
-                Ok(())
-            }
-            Err(err) => Err(self.fail(&err)),
+        if let Err(err) = self.blocking(File::sync_data).await {
+            return Err(self.fail(&err));
         }
+        if !self.dir_synced {
+            self.sync_dir().await.map_err(|err| self.fail(&err))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the file's entry in its directory survive a power cut (needed once).
+    async fn sync_dir(&mut self) -> io::Result<()> {
+        let Some(dir) = self.path.parent().map(Path::to_path_buf) else {
+            return Ok(());
+        };
+        self.blocking(move |_| File::open(dir)?.sync_all()).await?;
+        self.dir_synced = true;
+        Ok(())
     }
 
     /// Reads back what the file holds up to its last complete record and clears the
@@ -235,6 +246,10 @@ impl Batch {
         op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
     ) -> io::Result<()> {
         let file = Arc::clone(&self.file);
+        let _permit = BLOCKING_IO
+            .acquire()
+            .await
+            .map_err(|closed| io::Error::other(closed))?;
         tokio::task::spawn_blocking(move || op(&file))
             .await
             .unwrap_or_else(|join| Err(io::Error::other(join)))

@@ -68,8 +68,8 @@ fn unverified(ctx: &TurnContext, call_id: &str, message: String) -> String {
     let mut item = PatchItem::fresh(call_id, BTreeMap::new());
     item.status = PatchApplyStatus::Failed;
     item.stderr = message.clone();
-    ctx.item_started(ThreadItem::FileChange(item.clone()));
-    ctx.item_completed(ThreadItem::FileChange(item));
+    ctx.item_started(ThreadItem::FileChange(Box::new(item.clone())));
+    ctx.item_completed(ThreadItem::FileChange(Box::new(item)));
     format!("apply_patch verification failed: {message}")
 }
 
@@ -92,7 +92,7 @@ impl PatchItem {
 
     fn started(ctx: &TurnContext, call_id: &str, planned: &[PlannedChange]) -> Self {
         let item = Self::fresh(call_id, file_changes(planned));
-        ctx.item_started(ThreadItem::FileChange(item.clone()));
+        ctx.item_started(ThreadItem::FileChange(Box::new(item.clone())));
         Self(item)
     }
 
@@ -112,7 +112,7 @@ impl PatchItem {
         let mut item = self.0;
         item.status = status;
         item.stderr = stderr;
-        ctx.item_completed(ThreadItem::FileChange(item));
+        ctx.item_completed(ThreadItem::FileChange(Box::new(item)));
     }
 }
 
@@ -203,7 +203,7 @@ async fn write(
     targets: WriteTargets,
 ) -> String {
     item.started = true;
-    ctx.item_updated(ThreadItem::FileChange(item.clone()));
+    ctx.item_updated(ThreadItem::FileChange(Box::new(item.clone())));
     lock(&ctx.diff).remember_baseline(&planned);
     let journal = patch_journal::journal_for(
         &ctx.config.deputy_home,
@@ -254,7 +254,7 @@ pub(crate) async fn finish_interrupted(ctx: &TurnContext) {
             let mut item = in_flight.item;
             item.status = PatchApplyStatus::Failed;
             item.stderr = told.clone();
-            ctx.item_completed(ThreadItem::FileChange(item));
+            ctx.item_completed(ThreadItem::FileChange(Box::new(item)));
             told
         }
     };
@@ -279,7 +279,7 @@ fn report(ctx: &TurnContext, mut item: FileChangeItem, result: Result<String, St
         Ok(summary) => {
             item.status = PatchApplyStatus::Completed;
             item.stdout = summary.clone();
-            ctx.item_completed(ThreadItem::FileChange(item));
+            ctx.item_completed(ThreadItem::FileChange(Box::new(item)));
             let unified_diff = lock(&ctx.diff).diff(&ctx.config.cwd);
             ctx.emit(ThreadEventMsg::TurnDiff(TurnDiffEvent { unified_diff }));
             summary
@@ -287,7 +287,7 @@ fn report(ctx: &TurnContext, mut item: FileChangeItem, result: Result<String, St
         Err(err) => {
             item.status = PatchApplyStatus::Failed;
             item.stderr = err.clone();
-            ctx.item_completed(ThreadItem::FileChange(item));
+            ctx.item_completed(ThreadItem::FileChange(Box::new(item)));
             format!("apply_patch failed; nothing was changed: {err}")
         }
     }

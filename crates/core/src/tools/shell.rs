@@ -11,7 +11,7 @@ use deputy_protocol::{
 use crate::approval::CommandApproval;
 use crate::command_safety::{known_safety, parse_command};
 use crate::context::{TurnContext, TurnStop, new_item_id};
-use crate::exec::{ExecError, ExecRequest, format_exec_output, run_command};
+use crate::exec::{ExecError, format_exec_output, run_command};
 use crate::safety::{ExecAssessment, ExecRequestFacts, assess_exec, offer_unsandboxed_retry};
 use crate::sandboxing;
 
@@ -121,7 +121,7 @@ impl CommandItem {
             req.cwd.clone(),
             parse_command(&req.argv),
         );
-        ctx.item_started(ThreadItem::CommandExecution(item.clone()));
+        ctx.item_started(ThreadItem::CommandExecution(Box::new(item.clone())));
         Self(item)
     }
 
@@ -129,7 +129,7 @@ impl CommandItem {
     fn declined(mut self, ctx: &TurnContext, told: &str) {
         self.0.status = CommandExecutionStatus::Declined;
         self.0.formatted_output = told.to_string();
-        ctx.item_completed(ThreadItem::CommandExecution(self.0));
+        ctx.item_completed(ThreadItem::CommandExecution(Box::new(self.0)));
     }
 }
 
@@ -210,20 +210,10 @@ async fn execute(
     let config = &ctx.config;
     let mut item = item.0;
     item.started = true;
-    ctx.item_updated(ThreadItem::CommandExecution(item.clone()));
-    let argv = if sandboxed {
-        sandboxing::confine(config, &req.cwd, &req.argv)
-    } else {
-        Ok(sandboxing::unconfined(config, &req.cwd, &req.argv))
-    };
-    let result = match argv {
-        Ok(argv) => {
-            let exec_req = ExecRequest {
-                argv,
-                cwd: req.cwd.clone(),
-                timeout: req.timeout,
-                env: config.shell_environment_policy.environment(),
-            };
+    ctx.item_updated(ThreadItem::CommandExecution(Box::new(item.clone())));
+    let result = match sandboxing::exec_request(config, sandboxed, &req.cwd, &req.argv, req.timeout)
+    {
+        Ok(exec_req) => {
             let (item_id, call_id) = (item.id.clone(), item.call_id.clone());
             run_command(&exec_req, &ctx.cancel, |stream, chunk| {
                 ctx.emit(ThreadEventMsg::CommandOutputDelta(
@@ -273,7 +263,7 @@ async fn execute(
         }
     };
     let text = item.formatted_output.clone();
-    ctx.item_completed(ThreadItem::CommandExecution(item));
+    ctx.item_completed(ThreadItem::CommandExecution(Box::new(item)));
     Outcome {
         text,
         sandbox_failure,

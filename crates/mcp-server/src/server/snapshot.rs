@@ -350,7 +350,7 @@ mod tests {
     }
 
     fn command(output: String) -> ThreadItem {
-        ThreadItem::CommandExecution(CommandExecutionItem {
+        ThreadItem::CommandExecution(Box::new(CommandExecutionItem {
             id: "cmd".into(),
             call_id: "call".into(),
             command: vec!["yes".into()],
@@ -365,7 +365,7 @@ mod tests {
             duration: None,
             formatted_output: output,
             process_id: None,
-        })
+        }))
     }
 
     #[test]
@@ -429,7 +429,7 @@ mod tests {
             event(
                 seq,
                 turn,
-                ThreadEventMsg::QuestionAsked(QuestionAsked {
+                ThreadEventMsg::QuestionAsked(Box::new(QuestionAsked {
                     item_id: format!("item-{call}"),
                     question: Question::Exec(ExecApprovalRequestEvent {
                         call_id: call.into(),
@@ -439,7 +439,7 @@ mod tests {
                         reason: None,
                         parsed_cmd: Vec::new(),
                     }),
-                }),
+                })),
             )
         };
         let mut snapshot = Snapshot::default();

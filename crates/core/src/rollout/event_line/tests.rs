@@ -21,7 +21,7 @@ fn completed(
         turn_id: Some("1".into()),
         submission_id: "1".into(),
         msg: ThreadEventMsg::ItemCompleted(ItemEvent {
-            item: ThreadItem::CommandExecution(CommandExecutionItem {
+            item: ThreadItem::CommandExecution(Box::new(CommandExecutionItem {
                 id: format!("item-{seq}"),
                 call_id: format!("call-{seq}"),
                 command: vec!["bash".into(), "-lc".into(), "make".into()],
@@ -36,7 +36,7 @@ fn completed(
                 duration: Some(Duration::from_millis(200)),
                 formatted_output: formatted.into(),
                 process_id: None,
-            }),
+            })),
         }),
     }
 }

@@ -30,7 +30,7 @@ use super::shell::{self, Permit, ShellRequest};
 use super::spec::SandboxPermissions;
 use crate::client::ToolSpec;
 use crate::context::{Session, TurnContext, TurnStop};
-use crate::exec::{ExecRequest, truncate_middle};
+use crate::exec::truncate_middle;
 use crate::sandboxing;
 use process::{Process, Read};
 pub(crate) use store::Sessions;
@@ -220,18 +220,8 @@ async fn exec_command(
     let mut item = item.0;
     item.started = true;
     let config = &ctx.config;
-    let launch = if sandboxed {
-        sandboxing::confine(config, &req.cwd, &req.argv)
-    } else {
-        Ok(sandboxing::unconfined(config, &req.cwd, &req.argv))
-    };
-    let exec_req = launch.map(|argv| ExecRequest {
-        argv,
-        cwd: req.cwd.clone(),
-        // Not applied: a session runs until it ends or is stopped (see the module doc).
-        timeout: YIELD_MAX,
-        env: config.shell_environment_policy.environment(),
-    });
+    // The timeout is not applied: a session runs until it ends or is stopped (see the module doc).
+    let exec_req = sandboxing::exec_request(config, sandboxed, &req.cwd, &req.argv, YIELD_MAX);
     let began = Instant::now();
     let process = match exec_req
         .map_err(crate::exec::ExecError::SandboxUnavailable)
@@ -246,15 +236,15 @@ async fn exec_command(
             item.aggregated_output = err.to_string();
             item.duration = Some(Duration::ZERO);
             item.formatted_output = text.clone();
-            ctx.item_updated(ThreadItem::CommandExecution(item.clone()));
-            ctx.item_completed(ThreadItem::CommandExecution(item));
+            ctx.item_updated(ThreadItem::CommandExecution(Box::new(item.clone())));
+            ctx.item_completed(ThreadItem::CommandExecution(Box::new(item)));
             return Ok(text);
         }
     };
     let sessions = ctx.session.tool_state.get::<Sessions>();
     let (session_id, closed) = sessions.insert(process.clone());
     item.process_id = Some(session_id.to_string());
-    ctx.item_updated(ThreadItem::CommandExecution(item.clone()));
+    ctx.item_updated(ThreadItem::CommandExecution(Box::new(item.clone())));
     let (item_id, delta_call_id) = (item.id.clone(), item.call_id.clone());
     let yield_time = wait_time(args.yield_time_ms, EXEC_YIELD_DEFAULT);
     let read = process
@@ -301,7 +291,7 @@ async fn exec_command(
         // through `write_stdin`.
         None => item.status = CommandExecutionStatus::Completed,
     }
-    ctx.item_completed(ThreadItem::CommandExecution(item));
+    ctx.item_completed(ThreadItem::CommandExecution(Box::new(item)));
     Ok(text)
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use nix::fcntl::OFlag;
 use nix::pty::{Winsize, grantpt, posix_openpt, ptsname_r, unlockpt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
 use tokio::sync::{Mutex as AsyncMutex, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -79,10 +80,13 @@ impl Process {
             })?;
             // Only the process holds the terminal now: its end of output is the master's EOF.
             drop(slave);
-            let write = tokio::fs::File::from_std(std::fs::File::from(
-                master.try_clone().map_err(ExecError::Io)?,
-            ));
-            let read = tokio::fs::File::from_std(std::fs::File::from(master));
+            // The master does not block and is polled by the runtime like a pipe: a file
+            // would hold a blocking-pool thread in every read, for as long as the process
+            // stays quiet.
+            let write =
+                pipe::Sender::from_owned_fd_unchecked(master.try_clone().map_err(ExecError::Io)?)
+                    .map_err(ExecError::Io)?;
+            let read = pipe::Receiver::from_owned_fd_unchecked(master).map_err(ExecError::Io)?;
             let stdin: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = Box::new(write);
             let readers: Vec<Box<dyn AsyncRead + Send + Unpin>> = vec![Box::new(read)];
             (started, stdin, readers)
@@ -281,15 +285,16 @@ fn exit_code_of(status: std::process::ExitStatus) -> i32 {
         .unwrap_or(-1)
 }
 
-/// A new pseudo-terminal: its master and its slave, both close-on-exec from the start (no
-/// other command started meanwhile can inherit either), sized 80×24.
+/// A new pseudo-terminal: its master (non-blocking) and its slave, both close-on-exec from
+/// the start (no other command started meanwhile can inherit either), sized 80×24.
 #[allow(
     clippy::disallowed_methods,
     reason = "opens a pty slave (a device that does not block), next to the fork that must stay on this thread"
 )]
 fn open_pty() -> Result<(OwnedFd, OwnedFd), ExecError> {
     let io = |e: nix::Error| ExecError::Io(std::io::Error::from(e));
-    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC).map_err(io)?;
+    let flags = OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+    let master = posix_openpt(flags).map_err(io)?;
     grantpt(&master).map_err(io)?;
     unlockpt(&master).map_err(io)?;
     let name = ptsname_r(&master).map_err(io)?;
