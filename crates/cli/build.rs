@@ -10,5 +10,23 @@ fn main() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
+    // The functions a start of `deputy mcp-server`, the launcher and a turn run, laid out
+    // next to each other (`startup-order.txt`, made by `scripts/startup-order.sh`): they are
+    // otherwise spread over the whole text, and a start faults in (and keeps resident) a
+    // page or more around every one. Release builds with lld only (the default linker of
+    // x86_64 Linux since Rust 1.90; GNU ld does not know the option), and without warnings
+    // for the names a later build no longer has: a stale list only loses some of its effect.
+    let lld_by_default = std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-gnu")
+        && !std::env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| flags.contains("link"));
+    if std::env::var("PROFILE").as_deref() == Ok("release") && lld_by_default {
+        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+        let order = std::path::Path::new(&dir).join("startup-order.txt");
+        println!(
+            "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+        println!("cargo:rerun-if-changed=startup-order.txt");
+    }
     println!("cargo:rerun-if-changed=build.rs");
 }
