@@ -4,6 +4,7 @@
 //! (the `response_item` records of its rollout: the model history as serialized).
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -18,6 +19,9 @@ const WARM_UP: u64 = 20;
 const SESSIONS: u64 = 500;
 /// The goal for an idle thread beyond its history.
 const GOAL_KIB: f64 = 16.0;
+/// How long all the sessions may take before the run is reported as failed: deputy needs a
+/// few seconds, Codex about a second per session (more than eight minutes a run).
+const DEADLINE: Duration = Duration::from_secs(120);
 
 /// [`WARM_UP`] + [`SESSIONS`] sequential `codex` calls, each one command and an answer.
 pub struct IdleMemory;
@@ -28,7 +32,14 @@ impl Workload for IdleMemory {
         model.server.keep_request_bodies(false);
         let home = Home::new(&model.server.base_url())?;
         let server = start(target, &home)?;
+        let began = Instant::now();
         let call = |n: u64| -> anyhow::Result<()> {
+            anyhow::ensure!(
+                began.elapsed() < DEADLINE,
+                "only {n} of {} sessions ran within {} s",
+                WARM_UP + SESSIONS,
+                DEADLINE.as_secs()
+            );
             let prompt = format!("run the command {}", marker(n));
             let (id, _) = send_call(&server, "codex", json!({"prompt": prompt}))?;
             let (_, content) = tool_result(&server.wait(id, CALL_TIMEOUT)?)?;
