@@ -246,10 +246,7 @@ impl Batch {
         op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
     ) -> io::Result<()> {
         let file = Arc::clone(&self.file);
-        let _permit = BLOCKING_IO
-            .acquire()
-            .await
-            .map_err(|closed| io::Error::other(closed))?;
+        let _permit = BLOCKING_IO.acquire().await.map_err(io::Error::other)?;
         tokio::task::spawn_blocking(move || op(&file))
             .await
             .unwrap_or_else(|join| Err(io::Error::other(join)))
