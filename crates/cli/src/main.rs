@@ -297,6 +297,7 @@ fn main() -> ExitCode {
     {
         deputy_sandbox::launcher_main(std::env::args_os().skip(2));
     }
+    keep_large_buffers_out_of_the_heap();
     let cli = Cli::parse();
     init_logging();
     match run(cli) {
@@ -306,6 +307,18 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&err));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Makes every allocation above 128 KiB a mapping of its own, returned to the kernel when
+/// freed. glibc starts there but raises the threshold as large blocks are freed, after
+/// which they come from the heap and their pages stay resident: a command printing 100 MB
+/// (its 1 MiB captures, the event carrying them to the client) left megabytes behind.
+fn keep_large_buffers_out_of_the_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only tunes the allocator; it is called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
     }
 }
 
