@@ -18,6 +18,7 @@ mod format;
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use deputy_protocol::ExecOutputStream;
@@ -381,10 +382,28 @@ pub(crate) fn adopt_orphans() {
 
 /// Kills whatever escaped a launcher, now that a command has ended: the launcher of a
 /// command that killed it is gone, and its leftovers are deputy's children.
+///
+/// One scan at a time, and none for a caller whom a scan started after it asked has already
+/// served: a scan finds every escaped process, whichever command it came from. When a
+/// thousand commands end together, their scans would otherwise each hold a blocking-pool
+/// thread (tokio starts up to 512), and each scan reads a file per thread of deputy.
 pub(crate) async fn kill_escaped() {
-    let killed = tokio::task::spawn_blocking(|| deputy_sandbox::kill_escaped(&OWN_CHILDREN))
-        .await
-        .unwrap_or_default();
+    static SCANS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static STARTED: AtomicU64 = AtomicU64::new(0);
+    let asked = STARTED.load(Ordering::Acquire);
+    let turn = SCANS.lock().await;
+    // Scans run only under the lock, which the scan itself holds (it finishes even if this
+    // caller goes away): one started after `asked` was read has finished.
+    if STARTED.load(Ordering::Acquire) > asked {
+        return;
+    }
+    STARTED.fetch_add(1, Ordering::AcqRel);
+    let killed = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        deputy_sandbox::kill_escaped(&OWN_CHILDREN)
+    })
+    .await
+    .unwrap_or_default();
     if killed > 0 {
         tracing::warn!("killed {killed} processes that outlived their command's launcher");
     }

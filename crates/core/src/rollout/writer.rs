@@ -246,10 +246,14 @@ impl Batch {
         op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
     ) -> io::Result<()> {
         let file = Arc::clone(&self.file);
-        let _permit = BLOCKING_IO.acquire().await.map_err(io::Error::other)?;
-        tokio::task::spawn_blocking(move || op(&file))
-            .await
-            .unwrap_or_else(|join| Err(io::Error::other(join)))
+        // Held by the work itself, which finishes even if this caller goes away.
+        let permit = BLOCKING_IO.acquire().await.map_err(io::Error::other)?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            op(&file)
+        })
+        .await
+        .unwrap_or_else(|join| Err(io::Error::other(join)))
     }
 }
 
