@@ -10,7 +10,7 @@
 //! Each replay must deliver every seq from 1 to the newest exactly once, in order. The
 //! files are synced to disk and one replay is run before the measured ones, so that
 //! neither the kernel's write-back nor the first flush lands in a sample. Prints
-//! min/median/max against the goal of 200 ms.
+//! min/median/max against the goal of 100 ms.
 //!
 //! Run with `cargo bench -p deputy-core --bench replay`.
 
@@ -33,7 +33,7 @@ use common::{BenchHome, Until, report, write_session};
 
 const EVENTS: u64 = 100_000;
 const ITERATIONS: usize = 20;
-const GOAL: Duration = Duration::from_millis(200);
+const GOAL: Duration = Duration::from_millis(100);
 
 fn main() {
     common::block_on(run());
