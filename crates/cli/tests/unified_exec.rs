@@ -24,7 +24,7 @@ mod sandbox_cli;
 #[path = "common/injection.rs"]
 mod injection;
 
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use deputy_test_support::processes::poll_until;
@@ -89,13 +89,27 @@ fn home_for(model: &MockModelServer, sandbox: &str) -> TestHome {
     home
 }
 
-/// `deputy exec --json -m gpt-5-codex <task>` in `home`, run to its end.
-fn run_exec(home: &TestHome) -> Finished {
+/// `deputy exec --json -m gpt-5-codex <task>` in `home`, with no input.
+fn deputy_exec(home: &TestHome) -> Command {
     let mut command = home.command(DEPUTY);
     command
         .args(["exec", "--json", "--skip-git-repo-check", "-m", MODEL, "go"])
         .stdin(Stdio::null());
-    finish(command)
+    command
+}
+
+/// [`deputy_exec`] run to its end.
+fn run_exec(home: &TestHome) -> Finished {
+    finish(deputy_exec(home))
+}
+
+/// [`deputy_exec`] left running (its output unread).
+fn spawn_exec(home: &TestHome) -> Child {
+    deputy_exec(home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn deputy")
 }
 
 /// The tool outputs of the last request `model` received.
@@ -259,14 +273,7 @@ fn sigkill_of_deputy_leaves_no_session_process() {
         // The next request hangs: the session outlives its call while the turn goes on.
         model.push(MockResponse::text_turn("never").stall_after(0));
         let home = home_for(&model, sandbox);
-        let mut child: Child = home
-            .command(DEPUTY)
-            .args(["exec", "--json", "--skip-git-repo-check", "-m", MODEL, "go"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn deputy");
+        let mut child = spawn_exec(&home);
         model
             .wait_for_requests(2, SOON)
             .unwrap_or_else(|err| panic!("{err}"));
@@ -513,14 +520,7 @@ fn quiet_terminal_sessions_hold_no_thread_each() {
         _ => MockResponse::text_turn("never").stall_after(0),
     });
     let home = home_for(&model, "danger-full-access");
-    let mut child: Child = home
-        .command(DEPUTY)
-        .args(["exec", "--json", "--skip-git-repo-check", "-m", MODEL, "go"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn deputy");
+    let mut child = spawn_exec(&home);
     model
         .wait_for_requests(SESSIONS + 1, SOON)
         .unwrap_or_else(|err| panic!("{err}"));

@@ -217,20 +217,12 @@ impl ThreadManager {
 }
 
 /// Runs `work` (file I/O, locks) on tokio's blocking pool, so that it never holds up
-/// the async runtime; the pool's threads can still spawn tasks. At most 8 at once: a
-/// thousand sessions started together otherwise had tokio start a thread for each start
-/// (up to 512), where a few finish the same file work as soon.
+/// the async runtime; the pool's threads can still spawn tasks. At most 8 at once.
 async fn off_runtime<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {
     static STARTING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(8);
-    // Never closed, so the permit is always granted; held by the work itself.
-    let permit = STARTING.acquire().await.ok();
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        work()
-    })
-    .await
+    crate::sync::spawn_blocking_in(&STARTING, work).await
 }
 
 /// The file work of [`ThreadManager::start`]: the model client (whose first build reads

@@ -172,24 +172,14 @@ fn read_opened(fd: OwnedFd, max: usize) -> Result<Capped, UnreadableFile> {
 /// Runs `read` on the blocking pool; `None` when it has not finished within `timeout` (it
 /// then finishes, or hangs, on its own thread) or panicked.
 ///
-/// At most 16 reads at once: a thousand sessions starting together each read their
-/// AGENTS.md, and tokio would start a thread for each (up to 512). A read that hangs keeps
+/// At most 16 reads at once (every session reads its AGENTS.md). A read that hangs keeps
 /// its place; once 16 hang, later reads wait out their timeout instead of adding threads.
 pub async fn off_runtime<T: Send + 'static>(
     timeout: Duration,
     read: impl FnOnce() -> T + Send + 'static,
 ) -> Option<T> {
     static READING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(16);
-    let bounded = async {
-        // Never closed, so the permit is always granted; held by the read itself.
-        let permit = READING.acquire().await.ok();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            read()
-        })
-        .await
-    };
-    match tokio::time::timeout(timeout, bounded).await {
+    match tokio::time::timeout(timeout, crate::sync::spawn_blocking_in(&READING, read)).await {
         Ok(Ok(value)) => Some(value),
         Ok(Err(_)) | Err(_) => None,
     }

@@ -177,8 +177,9 @@ impl Drop for ProcessGroupGuard {
 }
 
 /// A command started as every command is: in a process group of its own (the command itself
-/// in a session of its own), with only the environment it was given, counted as deputy's own child (not an escaped one) while this
-/// lives, and its group stopped when this is dropped before it was waited for.
+/// in a session of its own), with only the environment it was given, counted as deputy's
+/// own child (not an escaped one) while this lives, and its group stopped when this is
+/// dropped before it was waited for.
 pub(crate) struct Started {
     /// The process (usually the launcher supervising the command).
     pub(crate) child: tokio::process::Child,

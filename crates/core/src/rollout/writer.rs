@@ -23,11 +23,8 @@ use crate::sync::lock;
 /// How many bytes of records wait for a flush before they are written anyway.
 const WRITE_BUFFER: usize = 64 * 1024;
 
-/// How many rollout writes and syncs run on the blocking pool at once, over all threads.
-/// Syncs wait for the filesystem's journal, and without a bound a thousand sessions ending
-/// their turns together made tokio start its 512 blocking threads (each with a stack and
-/// an allocator arena of its own, kept for ten seconds once idle); past a few, more syncs
-/// at once finish no sooner, since the journal commits them together.
+/// How many rollout writes and syncs run on the blocking pool at once, over all threads:
+/// past a few, more syncs at once finish no sooner, since the journal commits them together.
 static BLOCKING_IO: Semaphore = Semaphore::const_new(16);
 
 #[derive(Debug)]
@@ -246,14 +243,9 @@ impl Batch {
         op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
     ) -> io::Result<()> {
         let file = Arc::clone(&self.file);
-        // Held by the work itself, which finishes even if this caller goes away.
-        let permit = BLOCKING_IO.acquire().await.map_err(io::Error::other)?;
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            op(&file)
-        })
-        .await
-        .unwrap_or_else(|join| Err(io::Error::other(join)))
+        crate::sync::spawn_blocking_in(&BLOCKING_IO, move || op(&file))
+            .await
+            .unwrap_or_else(|join| Err(io::Error::other(join)))
     }
 }
 
