@@ -42,11 +42,11 @@ pub(crate) fn thread_event(
 ) -> Vec<ServerNotification> {
     use ServerNotification as N;
     let notify = |n: ServerNotification| n;
-    let thread_id = event.thread_id.clone();
-    let turn_id = event.turn_id.clone().unwrap_or_default();
+    let thread_id = event.thread_id.to_string();
+    let turn_id = event.turn_id.as_deref().unwrap_or_default().to_string();
     let status = |status: ThreadStatus| {
         notify(N::ThreadStatusChanged(ThreadStatusChangedNotification {
-            thread_id: event.thread_id.clone(),
+            thread_id: event.thread_id.to_string(),
             status,
         }))
     };
@@ -158,7 +158,7 @@ pub(crate) fn thread_event(
         }))],
         ThreadEventMsg::Warning(warning) => vec![notify(N::Warning(WarningNotification {
             thread_id: Some(thread_id),
-            turn_id: event.turn_id.clone(),
+            turn_id: event.turn_id.as_deref().map(str::to_string),
             message: warning.message.clone(),
         }))],
         ThreadEventMsg::TurnComplete(done) => vec![

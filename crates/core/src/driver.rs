@@ -43,9 +43,9 @@ impl Asked {
             return None;
         };
         Some(Self {
-            thread_id: event.thread_id.clone(),
-            turn_id: event.turn_id.clone().unwrap_or_default(),
-            event_id: event.submission_id.clone(),
+            thread_id: event.thread_id.to_string(),
+            turn_id: event.turn_id.as_deref().unwrap_or_default().to_string(),
+            event_id: event.submission_id.to_string(),
             item_id: asked.item_id.clone(),
             question: asked.question.clone(),
         })

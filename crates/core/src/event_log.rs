@@ -40,7 +40,7 @@ pub struct Lagged {
 /// The log of one thread.
 #[derive(Debug)]
 pub struct EventLog {
-    thread_id: String,
+    thread_id: Arc<str>,
     rollout: Option<RolloutRecorder>,
     state: Mutex<LogState>,
 }
@@ -53,6 +53,8 @@ struct LogState {
     subscribers: Vec<Subscriber>,
     /// While a turn's end is being made durable: what was published meanwhile, delivered after it.
     held: Option<Vec<(Arc<ThreadEvent>, usize)>>,
+    /// The turn and submission ids of the newest event, which the next ones share.
+    last_ids: (Option<Arc<str>>, Arc<str>),
     active_turn: Option<String>,
     /// Turns submitted whose end has not been delivered yet (running or queued).
     open_turns: usize,
@@ -70,7 +72,7 @@ impl EventLog {
     /// A log for `thread_id` whose next event is numbered `next_seq` (1 for a new thread).
     pub fn new(thread_id: String, next_seq: u64, rollout: Option<RolloutRecorder>) -> Self {
         Self {
-            thread_id,
+            thread_id: thread_id.into(),
             rollout,
             state: Mutex::new(LogState {
                 next_seq: next_seq.max(1),
@@ -78,6 +80,7 @@ impl EventLog {
                 window_bytes: 0,
                 subscribers: Vec::new(),
                 held: None,
+                last_ids: Default::default(),
                 active_turn: None,
                 open_turns: 0,
                 closed: false,
@@ -189,11 +192,18 @@ impl EventLog {
         submission_id: &str,
         msg: ThreadEventMsg,
     ) -> (Arc<ThreadEvent>, usize) {
+        let (last_turn, last_submission) = &mut state.last_ids;
+        if last_turn.as_deref() != turn_id {
+            *last_turn = turn_id.map(Arc::from);
+        }
+        if **last_submission != *submission_id {
+            *last_submission = Arc::from(submission_id);
+        }
         let event = ThreadEvent {
             seq: state.next_seq,
             thread_id: self.thread_id.clone(),
-            turn_id: turn_id.map(str::to_string),
-            submission_id: submission_id.to_string(),
+            turn_id: last_turn.clone(),
+            submission_id: last_submission.clone(),
             msg,
         };
         state.next_seq += 1;
@@ -331,7 +341,7 @@ fn deliver(state: &mut LogState, event: Arc<ThreadEvent>, weight: usize) {
         ThreadEventMsg::TurnStarted(started) => state.active_turn = Some(started.turn_id.clone()),
         msg if msg.ends_turn() => {
             state.open_turns = state.open_turns.saturating_sub(1);
-            if state.active_turn == event.turn_id {
+            if state.active_turn.as_deref() == event.turn_id.as_deref() {
                 state.active_turn = None;
             }
         }

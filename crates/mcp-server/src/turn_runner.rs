@@ -83,7 +83,7 @@ impl CallContext {
         let params = CodexEventParams {
             meta: EventMeta {
                 request_id: self.request_id_value(),
-                thread_id: from.thread_id.clone(),
+                thread_id: from.thread_id.to_string(),
             },
             id: event.id,
             msg: event.msg,

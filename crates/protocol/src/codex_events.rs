@@ -164,7 +164,7 @@ pub fn codex_events(event: &ThreadEvent) -> Vec<Event> {
     };
     msgs.into_iter()
         .map(|msg| Event {
-            id: event.submission_id.clone(),
+            id: event.submission_id.to_string(),
             msg,
         })
         .collect()

@@ -1,5 +1,7 @@
 //! The engine's own events: one numbered log per thread, in terms of items.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -15,16 +17,36 @@ pub struct ThreadEvent {
     /// Position in the thread's log: starts at 1, increases by one per event, never reused,
     /// continued across restarts.
     pub seq: u64,
-    /// The thread.
-    pub thread_id: String,
+    /// The thread. The ids are shared: every event of a log holds the same thread id, and
+    /// consecutive ones the same turn and submission ids.
+    #[serde(deserialize_with = "shared_text")]
+    pub thread_id: Arc<str>,
     /// The turn it belongs to; `None` for thread-level events (`session_configured`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "shared_text_or_null"
+    )]
+    pub turn_id: Option<Arc<str>>,
     /// The id of the submission that caused it (`""` for thread-level events); Codex's `Event.id`.
-    #[serde(default)]
-    pub submission_id: String,
+    #[serde(default, deserialize_with = "shared_text")]
+    pub submission_id: Arc<str>,
     /// What happened.
     pub msg: ThreadEventMsg,
+}
+
+/// An id read straight into its shared form (serde's own `Arc<str>` reads a `Box<str>`
+/// first and copies it).
+fn shared_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
+    crate::tagged::Text::deserialize(deserializer).map(|text| Arc::from(&*text.0))
+}
+
+/// [`shared_text`], or `None` for `null`.
+fn shared_text_or_null<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Arc<str>>, D::Error> {
+    Option::<crate::tagged::Text<'de>>::deserialize(deserializer)
+        .map(|text| text.map(|text| Arc::from(&*text.0)))
 }
 
 /// Everything a thread reports.

@@ -122,9 +122,9 @@ pub async fn write_session(layers: &ConfigLayers, until: Until) -> Written {
             seq += 1;
             recorder.record_event(&ThreadEvent {
                 seq,
-                thread_id: id.clone(),
-                turn_id: Some(turn_id.clone()),
-                submission_id: turn.to_string(),
+                thread_id: id.as_str().into(),
+                turn_id: Some(turn_id.as_str().into()),
+                submission_id: turn.to_string().into(),
                 msg,
             });
         };

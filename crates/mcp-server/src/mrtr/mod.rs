@@ -353,7 +353,7 @@ impl MrtrCall {
         event: &ThreadEvent,
     ) {
         detached.cursor = event.seq;
-        let ours = event.turn_id.is_none() || event.submission_id == paused.submission_id;
+        let ours = event.turn_id.is_none() || *event.submission_id == *paused.submission_id;
         if !ours {
             return;
         }
