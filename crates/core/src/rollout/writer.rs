@@ -168,46 +168,52 @@ impl Batch {
     /// Writes what is pending; its buffer is freed with the write. A write that fails is
     /// cut off again, so the file ends with its last complete record.
     async fn flush(&mut self) -> io::Result<()> {
+        self.write_out(false).await
+    }
+
+    /// [`Batch::flush`], then waits until the file's data is on disk.
+    async fn sync(&mut self) -> io::Result<()> {
+        self.write_out(true).await?;
+        if !self.dir_synced {
+            self.sync_dir().await.map_err(|err| self.fail(&err))?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is pending and, with `sync`, syncs the file's data in the same trip to
+    /// the blocking pool: a turn's end waits for one hand-over, not two.
+    async fn write_out(&mut self, sync: bool) -> io::Result<()> {
         if let Some(failure) = self.failed() {
             self.pending.clear();
             return Err(failure.error());
         }
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !sync {
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
         let written = pending.len() as u64;
         let len = self.len;
+        // The outer result is the write's, the inner one the sync's.
         let result = self
             .blocking(move |mut file| {
-                let result = file.write_all(&pending);
-                if result.is_err() {
+                if let Err(err) = file.write_all(&pending) {
                     // Whatever part went out is a torn record: nothing may follow it.
                     if let Err(err) = file.set_len(len) {
                         tracing::warn!("cutting a torn record off the rollout failed: {err}");
                     }
+                    return Err(err);
                 }
-                result
+                drop(pending);
+                Ok(if sync { file.sync_data() } else { Ok(()) })
             })
             .await;
         match result {
-            Ok(()) => {
+            Ok(synced) => {
                 self.len += written;
-                Ok(())
+                synced.map_err(|err| self.fail(&err))
             }
             Err(err) => Err(self.fail(&err)),
         }
-    }
-
-    async fn sync(&mut self) -> io::Result<()> {
-        self.flush().await?;
-        if let Err(err) = self.blocking(File::sync_data).await {
-            return Err(self.fail(&err));
-        }
-        if !self.dir_synced {
-            self.sync_dir().await.map_err(|err| self.fail(&err))?;
-        }
-        Ok(())
     }
 
     /// Makes the file's entry in its directory survive a power cut (needed once).
@@ -238,10 +244,10 @@ impl Batch {
         Ok(read)
     }
 
-    async fn blocking(
+    async fn blocking<T: Send + 'static>(
         &self,
-        op: impl FnOnce(&File) -> io::Result<()> + Send + 'static,
-    ) -> io::Result<()> {
+        op: impl FnOnce(&File) -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
         let file = Arc::clone(&self.file);
         crate::sync::spawn_blocking_in(&BLOCKING_IO, move || op(&file))
             .await
