@@ -79,7 +79,7 @@ pub async fn run_stdio_agent(
     // Fail early on a broken config.toml, with its file/line message.
     layers.load()?;
     let manager = Arc::new(ThreadManager::new(sandbox_launcher, SessionSource::Acp));
-    let transport = MessageTransport::lines(tokio::io::stdin(), tokio::io::stdout(), LIMITS);
+    let transport = MessageTransport::stdio(LIMITS);
     let closing = CancellationToken::new();
     let connection = serve_connection(
         manager.clone(),

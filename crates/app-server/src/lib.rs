@@ -97,7 +97,7 @@ pub async fn run_stdio_server(
         sandbox_launcher,
         SessionSource::AppServer,
     ));
-    let transport = MessageTransport::lines(tokio::io::stdin(), tokio::io::stdout(), LIMITS);
+    let transport = MessageTransport::stdio(LIMITS);
     Ok(serve_until(manager, Arc::new(layers), transport, stop).await)
 }
 

@@ -21,6 +21,7 @@ mod output;
 pub mod oversize;
 #[cfg(test)]
 mod random_input;
+pub mod stdio;
 pub mod transport;
 pub mod websocket;
 

@@ -35,7 +35,12 @@ pub struct MessageTransport {
 }
 
 impl MessageTransport {
-    /// Newline-delimited messages on a byte stream (stdin and stdout).
+    /// Newline-delimited messages on the process's stdin and stdout (see [`crate::stdio`]).
+    pub fn stdio(limits: Limits) -> Self {
+        Self::lines(crate::stdio::stdin(), crate::stdio::stdout(), limits)
+    }
+
+    /// Newline-delimited messages on a byte stream.
     pub fn lines(
         input: impl AsyncRead + Send + 'static,
         output: impl AsyncWrite + Unpin + Send + 'static,

@@ -71,7 +71,7 @@ pub async fn run_stdio_server(
     // Fail early on a broken config.toml, with its file/line message.
     layers.load().context("loading configuration")?;
     let manager = Arc::new(ThreadManager::new(sandbox_launcher, SessionSource::Mcp));
-    let transport = MessageTransport::lines(tokio::io::stdin(), tokio::io::stdout(), LIMITS);
+    let transport = MessageTransport::stdio(LIMITS);
     let closing = CancellationToken::new();
     let connection = serve_connection(
         manager.clone(),

@@ -214,3 +214,88 @@ fn ids_beyond_64_bits_are_echoed_exactly_as_written() {
         "the server did not exit"
     );
 }
+
+/// The comm names of the threads of process `pid`.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("list the server's threads")
+        .flatten()
+        .map(|task| {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            comm.trim().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_server_on_pipes_holds_no_thread_to_wait_on_them() {
+    // Piped stdin and stdout are driven by the runtime's one thread: no blocking-pool
+    // thread waits in a read of stdin or took a write to stdout. Only the main thread
+    // and the start-up sandbox probe (which ends by itself) may run.
+    let mcp = Mcp::start();
+    let ping = mcp.client.request("ping", Value::Null);
+    assert_eq!(mcp.result(ping), json!({}));
+    let names = thread_names(mcp.client.pid());
+    assert!(
+        names
+            .iter()
+            .all(|name| name == "deputy" || name == "sandbox-probe"),
+        "threads of an idle server: {names:?}"
+    );
+}
+
+/// Whether the open file behind `fd` is in non-blocking mode.
+fn non_blocking(fd: &impl std::os::fd::AsRawFd) -> bool {
+    // SAFETY: F_GETFL only reads the flags of an open descriptor.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    assert!(flags >= 0, "F_GETFL failed");
+    flags & libc::O_NONBLOCK != 0
+}
+
+#[test]
+fn the_stdout_pipe_is_blocking_again_once_the_server_exits() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+
+    let model = MockModelServer::start();
+    let home = TestHome::new(&model.base_url());
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    // Our copy shares the open file with the server's stdout, and so its mode.
+    let ours = writer.try_clone().expect("copy the write end");
+    let mut child = home
+        .command(DEPUTY)
+        .arg("mcp-server")
+        .stdin(Stdio::piped())
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).expect("send ping");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(reader).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let answer = rx.recv_timeout(WAIT).expect("no answer to ping");
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    assert!(
+        non_blocking(&ours),
+        "the server writes its pipe non-blocking"
+    );
+
+    drop(stdin);
+    let deadline = std::time::Instant::now() + EXIT_WAIT;
+    while child.try_wait().expect("wait").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !non_blocking(&ours),
+        "the pipe was left non-blocking for whoever writes it next"
+    );
+}
