@@ -611,29 +611,6 @@ fn launcher() -> Option<PathBuf> {
     std::env::current_exe().ok()
 }
 
-/// Logs what the sandbox can do here, from a thread of its own: the probe forks a child
-/// that tries to create namespaces (several milliseconds of kernel work), which a front
-/// door must not wait for before it answers. Commands that need the result ask the same
-/// probe, which computes it once. Join the handle before exiting, so the line is never lost.
-fn log_sandbox_support() -> Option<std::thread::JoinHandle<()>> {
-    let spawned = std::thread::Builder::new()
-        .name("sandbox-probe".into())
-        .spawn(|| match deputy_sandbox::probe() {
-            Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
-            Ok(support) => tracing::warn!("sandbox: {support}"),
-            Err(why) => {
-                tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}")
-            }
-        });
-    match spawned {
-        Ok(handle) => Some(handle),
-        Err(err) => {
-            tracing::warn!("cannot probe the sandbox: {err}");
-            None
-        }
-    }
-}
-
 /// The MCP server's runtime: one thread. Its work is mostly relaying messages and waiting
 /// on the model and on commands; measured with `deputy-bench`, one thread starts faster,
 /// answers sooner and uses less memory than a worker pool on small machines.
@@ -650,13 +627,9 @@ fn run_to_end(
     runtime: tokio::runtime::Runtime,
     front_door: impl std::future::Future<Output = anyhow::Result<i32>>,
 ) -> anyhow::Result<i32> {
-    let probe = log_sandbox_support();
     let result = runtime.block_on(front_door);
     runtime.shutdown_background();
-    if let Some(probe) = probe {
-        // Milliseconds at most (a child that only calls unshare); a panic there is not ours.
-        let _ = probe.join();
-    }
+    deputy_core::wait_for_sandbox_probe();
     result
 }
 

@@ -94,7 +94,6 @@ pub(crate) fn run(mut layers: ConfigLayers, args: ReviewArgs) -> anyhow::Result<
     let json = args.json;
     crate::run_to_end(crate::runtime()?, async {
         let signals = TerminationSignals::install()?;
-        crate::log_sandbox_support();
         let manager = ThreadManager::new(crate::launcher(), SessionSource::Exec);
         let thread = manager.start(config).await?;
         let cancel = CancellationToken::new();

@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use deputy_protocol::SandboxMode;
@@ -51,17 +52,65 @@ pub(crate) fn writable_roots(config: &Config) -> WritableRoots {
     WritableRoots::new(roots, policy.protected_subpaths())
 }
 
-/// `Ok` when sandboxed commands can run here; else why not (fail closed).
-pub(crate) fn availability(config: &Config) -> Result<(), String> {
+/// The start-up sandbox probe's thread, until [`wait_for_sandbox_probe`] joins it.
+static PROBE: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
+
+/// Asks the sandbox probe once per process, from a thread of its own, and logs what the
+/// sandbox can do here. Called when a session thread starts: the probe forks a child that
+/// tries to create namespaces (milliseconds of kernel work), which then overlaps the
+/// thread's first model request instead of a front door's start-up. The first sandboxed
+/// command finds the answer ready, or waits for the same probe.
+pub(crate) fn probe_in_background() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("sandbox-probe".into())
+            .spawn(|| match deputy_sandbox::probe() {
+                Ok(support) if support.namespaces => tracing::info!("sandbox: {support}"),
+                Ok(support) => tracing::warn!("sandbox: {support}"),
+                Err(why) => {
+                    tracing::warn!("sandbox unavailable, sandboxed commands will not run: {why}")
+                }
+            });
+        match spawned {
+            Ok(handle) => *crate::sync::lock(&PROBE) = Some(handle),
+            Err(err) => tracing::warn!("cannot probe the sandbox: {err}"),
+        }
+    });
+}
+
+/// Waits for the probe [`probe_in_background`] started, if any, so that its log line is
+/// not lost when the process exits: milliseconds at most (a child that only calls
+/// `unshare`).
+pub fn wait_for_sandbox_probe() {
+    let probe = crate::sync::lock(&PROBE).take();
+    if let Some(probe) = probe {
+        // A panic there is not the caller's.
+        let _ = probe.join();
+    }
+}
+
+/// `Ok` when sandboxed commands can run here; else why not (fail closed). The probe's
+/// answer is waited for off the async runtime, the first time only.
+pub(crate) async fn availability(config: &Config) -> Result<(), String> {
+    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
     if config.sandbox_mode == SandboxMode::DangerFullAccess {
         return Ok(());
     }
     if config.sandbox_launcher.is_none() {
         return Err("no sandbox launcher is configured for this process".into());
     }
-    deputy_sandbox::probe()
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    if let Some(known) = PROBED.get() {
+        return known.clone();
+    }
+    let probed = tokio::task::spawn_blocking(|| {
+        deputy_sandbox::probe()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|join| Err(format!("the sandbox probe failed: {join}")));
+    PROBED.get_or_init(|| probed).clone()
 }
 
 /// The argv that runs `argv`, starting in `cwd`, confined by the thread's policy; `Err` when

@@ -43,7 +43,7 @@ pub(super) enum Permit {
 /// Decides whether `req` runs (asking the user when the policy says so), opening its item.
 pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<Permit, TurnStop> {
     let config = &ctx.config;
-    let sandbox = sandboxing::availability(config);
+    let sandbox = sandboxing::availability(config).await;
     let item = CommandItem::new(ctx, req);
     let approval = session_approval(config, req).await;
     let assessment = assess_exec(ExecRequestFacts {
