@@ -302,25 +302,38 @@ impl Part {
     fn keep(self, line: &[u8], events: &mut Vec<ThreadEvent>) {
         let wanted = |seq: u64| self.after < seq && seq < self.before;
         // A torn or unreadable line is skipped, as everywhere else.
-        match line_kind(line) {
-            LineKind::Other => {}
-            LineKind::Event(seq) => {
-                if wanted(seq)
-                    && let Ok(event) = decode_event_line(line)
-                {
-                    events.push(event);
-                }
-            }
+        let event = match line_kind(line) {
+            LineKind::Other => return,
+            LineKind::Event(seq) if wanted(seq) => decode_event_line(line).ok(),
+            LineKind::Event(_) => return,
             // Not written the way deputy writes (reformatted by hand or by a tool):
             // decoded whole to find out.
-            LineKind::Unknown => {
-                if let Ok(RolloutItem::Event(event)) = decode_any_line(line)
-                    && wanted(event.seq)
-                {
-                    events.push(event);
-                }
+            LineKind::Unknown => match decode_any_line(line) {
+                Ok(RolloutItem::Event(event)) if wanted(event.seq) => Some(event),
+                _ => None,
+            },
+        };
+        if let Some(mut event) = event {
+            if let Some(previous) = events.last() {
+                share_ids(previous, &mut event);
             }
+            events.push(event);
         }
+    }
+}
+
+/// Gives `event` the ids of `previous` where they are equal: events of one thread share
+/// them in memory as they do when published, and the copies just read are freed here, by
+/// the thread that allocated them, rather than by whoever ends up dropping the events.
+fn share_ids(previous: &ThreadEvent, event: &mut ThreadEvent) {
+    if previous.thread_id == event.thread_id {
+        event.thread_id = previous.thread_id.clone();
+    }
+    if previous.turn_id == event.turn_id {
+        event.turn_id.clone_from(&previous.turn_id);
+    }
+    if previous.submission_id == event.submission_id {
+        event.submission_id = previous.submission_id.clone();
     }
 }
 

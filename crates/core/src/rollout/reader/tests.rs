@@ -183,3 +183,33 @@ fn block_on_new_runtime<T>(future: impl std::future::Future<Output = T>) -> T {
         .expect("runtime")
         .block_on(future)
 }
+
+#[tokio::test]
+async fn replayed_events_of_one_thread_share_their_ids() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = one_turn(home.path(), &id_at(1_741_064_768)).await;
+    let start = read_events(recorder.path(), 0, u64::MAX)
+        .expect("read events")
+        .last()
+        .map_or(1, |e| e.seq + 1);
+    let mut other_turn = user_message(start + 2, "other turn".into());
+    other_turn.turn_id = Some("another-turn".into());
+    for event in [
+        user_message(start, "one".into()),
+        user_message(start + 1, "two".into()),
+        other_turn,
+    ] {
+        recorder.record_event(&event);
+    }
+    recorder.flush().await.expect("flush");
+    let events = read_events(recorder.path(), start - 1, u64::MAX).expect("read events");
+    let [one, two, three] = &events[..] else {
+        panic!("expected three events, got {events:?}");
+    };
+    assert!(Arc::ptr_eq(&one.thread_id, &two.thread_id));
+    assert!(Arc::ptr_eq(&two.thread_id, &three.thread_id));
+    assert!(Arc::ptr_eq(&one.submission_id, &two.submission_id));
+    let turn = |event: &ThreadEvent| event.turn_id.clone().expect("a turn id");
+    assert!(Arc::ptr_eq(&turn(one), &turn(two)));
+    assert_eq!(three.turn_id.as_deref(), Some("another-turn"));
+}
