@@ -14,10 +14,16 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 command -v valgrind >/dev/null || { echo "startup-order: valgrind is needed" >&2; exit 1; }
 
-cargo build --release --locked -p deputy-cli -p deputy-bench
-deputy="$root/target/release/deputy"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# The binary is built as users build it (`-p deputy-cli` alone): built together with the
+# bench, its dependencies get other features, and so other symbol names, than the list
+# must match.
+cargo build --release --locked -p deputy-cli
+mkdir "$work/bin"
+cp "$root/target/release/deputy" "$work/bin/deputy"
+deputy="$work/bin/deputy"
+cargo build --release --locked -p deputy-bench
 
 # deputy-bench starts the binary it is given; this one runs deputy under callgrind.
 cat >"$work/deputy" <<EOF
