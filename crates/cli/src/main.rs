@@ -627,6 +627,7 @@ fn run_to_end(
     runtime: tokio::runtime::Runtime,
     front_door: impl std::future::Future<Output = anyhow::Result<i32>>,
 ) -> anyhow::Result<i32> {
+    deputy_core::start_sandbox_probe();
     let result = runtime.block_on(front_door);
     runtime.shutdown_background();
     deputy_core::wait_for_sandbox_probe();

@@ -55,12 +55,12 @@ pub(crate) fn writable_roots(config: &Config) -> WritableRoots {
 /// The start-up sandbox probe's thread, until [`wait_for_sandbox_probe`] joins it.
 static PROBE: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
 
-/// Asks the sandbox probe once per process, from a thread of its own, and logs what the
-/// sandbox can do here. Called when a session thread starts: the probe forks a child that
-/// tries to create namespaces (milliseconds of kernel work), which then overlaps the
-/// thread's first model request instead of a front door's start-up. The first sandboxed
+/// Starts the sandbox probe once per process, on a thread of its own, which logs what the
+/// sandbox can do here. Front doors call it as they start, so that users see a missing
+/// piece at once; the probe forks a child that tries to create namespaces (milliseconds of
+/// kernel work), which no front door waits for before it answers. The first sandboxed
 /// command finds the answer ready, or waits for the same probe.
-pub(crate) fn probe_in_background() {
+pub fn start_sandbox_probe() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
         let spawned = std::thread::Builder::new()
@@ -79,7 +79,7 @@ pub(crate) fn probe_in_background() {
     });
 }
 
-/// Waits for the probe [`probe_in_background`] started, if any, so that its log line is
+/// Waits for the probe [`start_sandbox_probe`] started, if any, so that its log line is
 /// not lost when the process exits: milliseconds at most (a child that only calls
 /// `unshare`).
 pub fn wait_for_sandbox_probe() {

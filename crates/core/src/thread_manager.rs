@@ -231,7 +231,6 @@ fn prepare_start(
     mut config: Config,
     source: SessionSource,
 ) -> Result<(ThreadStart, SessionConfiguredEvent), StartError> {
-    crate::sandboxing::probe_in_background();
     let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
     let id = uuid::Uuid::now_v7().to_string();
     config.sandbox_private_tmp = Some(Arc::new(PrivateTmpSlot::new(&id)));
@@ -259,7 +258,6 @@ fn prepare_resume(
     layers: &ConfigLayers,
     sandbox_launcher: Option<PathBuf>,
 ) -> Result<(ThreadStart, SessionConfiguredEvent, u64), ResumeError> {
-    crate::sandboxing::probe_in_background();
     let path = rollout::find_rollout(&layers.deputy_home, id)?;
     let home = &layers.deputy_home;
     let (recorder, session) = RolloutRecorder::resume(&path, || {
