@@ -15,7 +15,7 @@
 //! and server it starts gets pipes or `/dev/null` of its own.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -25,32 +25,30 @@ use tokio::net::unix::pipe;
 
 /// Standard input, for reading a front door's messages.
 pub fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
-    match reactor_kind(libc::STDIN_FILENO).and_then(|kind| {
-        let fd = owned_copy(libc::STDIN_FILENO)?;
-        Some(match kind {
-            Kind::Pipe => Box::pin(Restoring(pipe::Receiver::from_owned_fd(fd).ok()?))
-                as Pin<Box<dyn AsyncRead + Send>>,
-            Kind::UnixStream => Box::pin(Restoring(unix_stream(fd)?)),
-        })
-    }) {
-        Some(input) => input,
-        None => Box::pin(tokio::io::stdin()),
-    }
+    let driven: Option<Pin<Box<dyn AsyncRead + Send>>> = match for_reactor(libc::STDIN_FILENO) {
+        Some((Kind::Pipe, fd)) => pipe::Receiver::from_owned_fd(fd)
+            .ok()
+            .map(|pipe| Box::pin(Restoring(pipe)) as _),
+        Some((Kind::UnixStream, fd)) => {
+            unix_stream(fd).map(|stream| Box::pin(Restoring(stream)) as _)
+        }
+        None => None,
+    };
+    driven.unwrap_or_else(|| Box::pin(tokio::io::stdin()))
 }
 
 /// Standard output, for writing a front door's messages.
 pub fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
-    match reactor_kind(libc::STDOUT_FILENO).and_then(|kind| {
-        let fd = owned_copy(libc::STDOUT_FILENO)?;
-        Some(match kind {
-            Kind::Pipe => Box::pin(Restoring(pipe::Sender::from_owned_fd(fd).ok()?))
-                as Pin<Box<dyn AsyncWrite + Send>>,
-            Kind::UnixStream => Box::pin(Restoring(unix_stream(fd)?)),
-        })
-    }) {
-        Some(output) => output,
-        None => Box::pin(tokio::io::stdout()),
-    }
+    let driven: Option<Pin<Box<dyn AsyncWrite + Send>>> = match for_reactor(libc::STDOUT_FILENO) {
+        Some((Kind::Pipe, fd)) => pipe::Sender::from_owned_fd(fd)
+            .ok()
+            .map(|pipe| Box::pin(Restoring(pipe)) as _),
+        Some((Kind::UnixStream, fd)) => {
+            unix_stream(fd).map(|stream| Box::pin(Restoring(stream)) as _)
+        }
+        None => None,
+    };
+    driven.unwrap_or_else(|| Box::pin(tokio::io::stdout()))
 }
 
 /// What a standard descriptor is, when the reactor can drive it.
@@ -60,9 +58,10 @@ enum Kind {
     UnixStream,
 }
 
-/// How standard descriptor `fd` can be driven by the reactor: `None` when it is neither
-/// a pipe nor a Unix stream socket, or when another standard descriptor shares its file.
-fn reactor_kind(fd: RawFd) -> Option<Kind> {
+/// What standard descriptor `fd` is and a close-on-exec copy of it, when the reactor can
+/// drive it: `None` when it is neither a pipe nor a Unix stream socket, or when another
+/// standard descriptor shares its file.
+fn for_reactor(fd: RawFd) -> Option<(Kind, OwnedFd)> {
     let own = stat(fd)?;
     let kind = match own.st_mode & libc::S_IFMT {
         libc::S_IFIFO => Kind::Pipe,
@@ -79,7 +78,14 @@ fn reactor_kind(fd: RawFd) -> Option<Kind> {
         .filter(|other| *other != fd)
         .filter_map(stat)
         .any(|other| other.st_dev == own.st_dev && other.st_ino == own.st_ino);
-    (!shared).then_some(kind)
+    if shared {
+        return None;
+    }
+    // SAFETY: `fd` is open (it was just stat'ed) and only borrowed for the copy.
+    let copy = unsafe { BorrowedFd::borrow_raw(fd) }
+        .try_clone_to_owned()
+        .ok()?;
+    Some((kind, copy))
 }
 
 fn stat(fd: RawFd) -> Option<libc::stat> {
@@ -106,15 +112,7 @@ fn socket_option(fd: RawFd, option: libc::c_int) -> Option<libc::c_int> {
     (done == 0).then_some(value)
 }
 
-/// A close-on-exec copy of standard descriptor `fd`.
-fn owned_copy(fd: RawFd) -> Option<std::os::fd::OwnedFd> {
-    // SAFETY: `fd` is open (it was just stat'ed) and only borrowed for the copy.
-    unsafe { BorrowedFd::borrow_raw(fd) }
-        .try_clone_to_owned()
-        .ok()
-}
-
-fn unix_stream(fd: std::os::fd::OwnedFd) -> Option<UnixStream> {
+fn unix_stream(fd: OwnedFd) -> Option<UnixStream> {
     let stream = std::os::unix::net::UnixStream::from(fd);
     stream.set_nonblocking(true).ok()?;
     UnixStream::from_std(stream).ok()
