@@ -6,7 +6,6 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use deputy_protocol::SandboxMode;
@@ -90,27 +89,22 @@ pub fn wait_for_sandbox_probe() {
     }
 }
 
-/// `Ok` when sandboxed commands can run here; else why not (fail closed). The probe's
-/// answer is waited for off the async runtime, the first time only.
+/// `Ok` when sandboxed commands can run here; else why not (fail closed). A probe still
+/// running is waited for off the async runtime.
 pub(crate) async fn availability(config: &Config) -> Result<(), String> {
-    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
     if config.sandbox_mode == SandboxMode::DangerFullAccess {
         return Ok(());
     }
     if config.sandbox_launcher.is_none() {
         return Err("no sandbox launcher is configured for this process".into());
     }
-    if let Some(known) = PROBED.get() {
-        return known.clone();
-    }
-    let probed = tokio::task::spawn_blocking(|| {
-        deputy_sandbox::probe()
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .unwrap_or_else(|join| Err(format!("the sandbox probe failed: {join}")));
-    PROBED.get_or_init(|| probed).clone()
+    let support = match deputy_sandbox::probed() {
+        Some(known) => known,
+        None => tokio::task::spawn_blocking(deputy_sandbox::probe)
+            .await
+            .map_err(|join| format!("the sandbox probe failed: {join}"))?,
+    };
+    support.map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// The argv that runs `argv`, starting in `cwd`, confined by the thread's policy; `Err` when

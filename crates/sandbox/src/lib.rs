@@ -46,6 +46,18 @@ pub fn probe() -> Result<SandboxSupport, SandboxUnavailable> {
     }
 }
 
+/// [`probe`]'s answer if it has been computed, without waiting for a probe in progress.
+pub fn probed() -> Option<Result<SandboxSupport, SandboxUnavailable>> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::probed()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Some(Err(SandboxUnavailable::UnsupportedPlatform))
+    }
+}
+
 /// Makes this process the child subreaper of everything it starts, so that what escapes a
 /// launcher (an unconfined command can kill its own) is re-parented here and can be found by
 /// [`kill_escaped`]. Call it before starting the first command.

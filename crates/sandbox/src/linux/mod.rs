@@ -18,7 +18,7 @@ mod terminal_guard;
 use std::ffi::OsString;
 
 pub use escaped::{OwnChild, OwnChildren, adopt_orphans, kill_escaped};
-pub use probe::probe;
+pub use probe::{probe, probed};
 
 use crate::launch_args::parse_launch_args;
 

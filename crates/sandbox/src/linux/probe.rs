@@ -6,10 +6,17 @@ use std::sync::OnceLock;
 use super::namespaces;
 use crate::support::{SandboxSupport, SandboxUnavailable};
 
+/// [`probe`]'s answer, once computed.
+static SUPPORT: OnceLock<Result<SandboxSupport, SandboxUnavailable>> = OnceLock::new();
+
+/// [`probe`]'s answer if it has been computed, without waiting for it.
+pub fn probed() -> Option<Result<SandboxSupport, SandboxUnavailable>> {
+    SUPPORT.get().cloned()
+}
+
 /// Tells whether Landlock and seccomp are usable here, and whether namespaces are; computed
 /// once per process (the namespace check forks a short-lived child).
 pub fn probe() -> Result<SandboxSupport, SandboxUnavailable> {
-    static SUPPORT: OnceLock<Result<SandboxSupport, SandboxUnavailable>> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {
             Ok(SandboxSupport {
