@@ -2,17 +2,14 @@
 //! with the findings — structured (`structuredContent`) and as Markdown (text content).
 //! Events, progress and cancellation are the `codex` tool's.
 
-use std::sync::Arc;
-
 use deputy_core::ThreadManager;
 use deputy_core::config::{ConfigLayers, ConfigOverrides};
 use deputy_core::driver::{DrivenReview, ReviewTurnRequest, TurnOutcome, drive_review};
 use deputy_protocol::{ReviewOutputEvent, ReviewRequest, ReviewTarget};
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tool_catalogue::{input_schema, output_schema};
 use crate::turn_runner::{CallContext, McpTurn};
 
 /// Name of the tool that reviews a change.
@@ -58,67 +55,6 @@ impl ReviewTargetParam {
             Self::BaseBranch(branch) => ReviewTarget::BaseBranch { branch },
             Self::Commit(sha) => ReviewTarget::Commit { sha, title: None },
             Self::Custom(instructions) => ReviewTarget::Custom { instructions },
-        }
-    }
-}
-
-/// The `review` tool's definition.
-pub(crate) fn review_tool() -> Tool {
-    Tool::new(
-        REVIEW_TOOL,
-        "Review a change in a git repository: the uncommitted changes (default), the changes against a base branch, one commit, or what custom instructions describe. An isolated reviewer reads the diff (and may run read-only commands) and returns findings by priority (0 = most urgent) with file and line, and an overall verdict. Failures (not a git repository, an unknown branch or commit) are errors without structured content.",
-        Arc::new(input_schema::<ReviewToolParam>()),
-    )
-    .with_title("Review")
-    .with_raw_output_schema(Arc::new(review_output_schema()))
-}
-
-/// The schema of a successful result's `structuredContent`: the review output object
-/// (every field always present) plus `threadId`. Error results carry no structured
-/// content, so strict clients never check one against this schema.
-fn review_output_schema() -> JsonObject {
-    let mut schema = output_schema::<ReviewOutputEvent>();
-    drop_formats(&mut schema);
-    let mut properties = match schema.remove("properties") {
-        Some(serde_json::Value::Object(properties)) => properties,
-        _ => JsonObject::new(),
-    };
-    properties.insert(
-        "threadId".into(),
-        serde_json::json!({
-            "description": "The review's thread: `codex-reply` continues it.",
-            "type": "string"
-        }),
-    );
-    // Sorted here: serde_json keeps insertion order in builds with `preserve_order`.
-    let mut required: Vec<String> = properties.keys().cloned().collect();
-    required.sort();
-    schema.insert(
-        "required".into(),
-        required
-            .into_iter()
-            .map(serde_json::Value::String)
-            .collect(),
-    );
-    schema.insert("properties".into(), properties.into());
-    schema
-}
-
-/// Drops `format` annotations (`uint8`, `double`, …): they are not standard JSON Schema
-/// formats, and strict validators refuse schemas with formats they do not know.
-fn drop_formats(schema: &mut JsonObject) {
-    schema.remove("format");
-    for value in schema.values_mut() {
-        match value {
-            serde_json::Value::Object(object) => drop_formats(object),
-            serde_json::Value::Array(items) => {
-                for item in items {
-                    if let serde_json::Value::Object(object) = item {
-                        drop_formats(object);
-                    }
-                }
-            }
-            _ => {}
         }
     }
 }
@@ -239,30 +175,5 @@ mod tests {
         );
         assert!(read(serde_json::json!("everything")).is_err());
         assert!(read(serde_json::json!({"commit": 3})).is_err());
-    }
-
-    #[test]
-    fn every_output_field_is_required() {
-        let schema = review_output_schema();
-        let required: Vec<&str> = schema["required"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str())
-            .collect();
-        for field in [
-            "threadId",
-            "findings",
-            "overall_correctness",
-            "overall_explanation",
-            "overall_confidence_score",
-        ] {
-            assert!(required.contains(&field), "{field}: {schema:?}");
-        }
-        assert!(
-            !serde_json::to_string(&schema)
-                .unwrap_or_default()
-                .contains("format")
-        );
     }
 }

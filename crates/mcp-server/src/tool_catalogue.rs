@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::OnceLock;
 
 use deputy_core::config::{ConfigLayers, ConfigOverrides, json_to_toml};
 use deputy_protocol::{AskForApproval, InputItem, SandboxMode};
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::Tool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -322,121 +322,30 @@ impl From<SandboxModeParam> for SandboxMode {
     }
 }
 
-/// The tools this server offers, in `tools/list` order.
+/// The tools this server offers, in `tools/list` order, as `tools.json` holds them.
+///
+/// The definitions are derived from the argument and result types (see `derive.rs`); a
+/// test keeps the file equal to what they derive, and `DEPUTY_BLESS=1 cargo test
+/// --workspace tools_json` rewrites it. Reading the file rather than deriving the schemas
+/// at every start takes a tenth of the server's start-up, and the pages of schema
+/// generation, off the way to the first `tools/list`. It is read once per process.
 pub(crate) fn tools() -> Vec<Tool> {
-    let output = Arc::new(object(serde_json::json!({
-        "type": "object",
-        "properties": {
-            "threadId": {"type": "string"},
-            "content": {"type": "string"}
-        },
-        "required": ["threadId", "content"]
-    })));
-    vec![
-        Tool::new(
-            CODEX_TOOL,
-            "Run a deputy session: the coding agent works on `prompt` in `cwd` (running commands and editing files under the given sandbox and approval policy) and returns its final answer. Accepts configuration parameters matching config.toml.",
-            Arc::new(input_schema::<CodexToolCallParam>()),
-        )
-        .with_title("Codex")
-        .with_raw_output_schema(output.clone()),
-        Tool::new(
-            CODEX_REPLY_TOOL,
-            "Continue a deputy session by giving its thread id and the next prompt. Works across server restarts.",
-            Arc::new(input_schema::<CodexReplyParam>()),
-        )
-        .with_title("Codex Reply")
-        .with_raw_output_schema(output),
-        Tool::new(
-            CONVERSATION_CREATE_TOOL,
-            "Create a conversation with the coding agent and return its id at once. A non-empty `prompt` starts the first turn in the background; follow it with `conversationStream`.",
-            Arc::new(input_schema::<ConversationCreateParam>()),
-        )
-        .with_title("Create conversation")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationCreateResult>())),
-        Tool::new(
-            CONVERSATION_SEND_MESSAGE_TOOL,
-            "Send a conversation the next user message. Returns as soon as its turn is queued (behind a running one); cancelling this request interrupts that turn.",
-            Arc::new(input_schema::<ConversationSendMessageParam>()),
-        )
-        .with_title("Send message")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationSendMessageResult>())),
-        Tool::new(
-            CONVERSATION_STREAM_TOOL,
-            "Stream a conversation's events: `notifications/initial_state` with everything so far, then each new event as a notification named by its type. Approval questions are asked here. Cancelling this request pauses the stream; nothing is lost.",
-            Arc::new(input_schema::<ConversationStreamParam>()),
-        )
-        .with_title("Stream conversation")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationStreamResult>())),
-        Tool::new(
-            CONVERSATIONS_LIST_TOOL,
-            "List conversations, live and saved, newest first, with their titles.",
-            Arc::new(input_schema::<ConversationsListParam>()),
-        )
-        .with_title("List conversations")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationsListResult>())),
-        crate::review_tool::review_tool(),
-    ]
+    catalogue().clone()
 }
 
-/// An input schema in the trimmed form Codex's clients know: `type`, `properties`, `required`.
-pub(crate) fn input_schema<T: JsonSchema>() -> JsonObject {
-    trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_deserialize())
+fn catalogue() -> &'static Vec<Tool> {
+    static CATALOGUE: OnceLock<Vec<Tool>> = OnceLock::new();
+    CATALOGUE.get_or_init(|| {
+        serde_json::from_str(TOOLS_JSON).unwrap_or_else(|err| {
+            // Caught by the test; a client still gets an answer.
+            tracing::error!("tools.json does not hold tool definitions: {err}");
+            Vec::new()
+        })
+    })
 }
 
-/// An output schema, trimmed like the input schemas.
-pub(crate) fn output_schema<T: JsonSchema>() -> JsonObject {
-    trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_serialize())
-}
+/// The served tool definitions (see [`tools`]).
+const TOOLS_JSON: &str = include_str!("tool_catalogue/tools.json");
 
-fn trimmed_schema<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> JsonObject {
-    let settings = settings.with(|s| {
-        s.inline_subschemas = true;
-    });
-    let mut schema = settings
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    strip_null(&mut schema);
-    let mut trimmed = JsonObject::new();
-    for key in ["type", "properties", "required"] {
-        if let Some(value) = schema.get(key) {
-            trimmed.insert(key.to_string(), value.clone());
-        }
-    }
-    trimmed
-}
-
-/// Optional arguments are simply absent, never `null`: drop the `null`
-/// alternatives schemars adds for `Option` fields.
-fn strip_null(schema: &mut serde_json::Value) {
-    use serde_json::Value;
-    let Value::Object(map) = schema else { return };
-    if let Some(Value::Array(types)) = map.get_mut("type") {
-        types.retain(|t| t != "null");
-        if types.len() == 1 {
-            let only = types.remove(0);
-            map.insert("type".into(), only);
-        }
-    }
-    if map.get("default").is_some_and(Value::is_null) {
-        map.remove("default");
-    }
-    if let Some(Value::Array(values)) = map.get_mut("enum") {
-        values.retain(|v| !v.is_null());
-    }
-    for value in map.values_mut() {
-        match value {
-            Value::Object(_) => strip_null(value),
-            Value::Array(items) => items.iter_mut().for_each(strip_null),
-            _ => {}
-        }
-    }
-}
-
-fn object(value: serde_json::Value) -> JsonObject {
-    match value {
-        serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
-}
+#[cfg(test)]
+mod derive;

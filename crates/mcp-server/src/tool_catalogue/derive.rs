@@ -1,0 +1,242 @@
+//! The tool definitions derived from the argument and result types: what `tools.json`
+//! must hold. The server serves the file; these tests keep it equal to the types.
+
+use std::sync::Arc;
+
+use deputy_protocol::ReviewOutputEvent;
+use pretty_assertions::assert_eq;
+use rmcp::model::{JsonObject, Tool};
+use schemars::JsonSchema;
+
+use super::*;
+use crate::review_tool::{REVIEW_TOOL, ReviewToolParam};
+
+/// The tool definitions derived from the argument and result types, in `tools/list` order.
+fn derived_tools() -> Vec<Tool> {
+    let output = Arc::new(object(serde_json::json!({
+        "type": "object",
+        "properties": {
+            "threadId": {"type": "string"},
+            "content": {"type": "string"}
+        },
+        "required": ["threadId", "content"]
+    })));
+    vec![
+        Tool::new(
+            CODEX_TOOL,
+            "Run a deputy session: the coding agent works on `prompt` in `cwd` (running commands and editing files under the given sandbox and approval policy) and returns its final answer. Accepts configuration parameters matching config.toml.",
+            Arc::new(input_schema::<CodexToolCallParam>()),
+        )
+        .with_title("Codex")
+        .with_raw_output_schema(output.clone()),
+        Tool::new(
+            CODEX_REPLY_TOOL,
+            "Continue a deputy session by giving its thread id and the next prompt. Works across server restarts.",
+            Arc::new(input_schema::<CodexReplyParam>()),
+        )
+        .with_title("Codex Reply")
+        .with_raw_output_schema(output),
+        Tool::new(
+            CONVERSATION_CREATE_TOOL,
+            "Create a conversation with the coding agent and return its id at once. A non-empty `prompt` starts the first turn in the background; follow it with `conversationStream`.",
+            Arc::new(input_schema::<ConversationCreateParam>()),
+        )
+        .with_title("Create conversation")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationCreateResult>())),
+        Tool::new(
+            CONVERSATION_SEND_MESSAGE_TOOL,
+            "Send a conversation the next user message. Returns as soon as its turn is queued (behind a running one); cancelling this request interrupts that turn.",
+            Arc::new(input_schema::<ConversationSendMessageParam>()),
+        )
+        .with_title("Send message")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationSendMessageResult>())),
+        Tool::new(
+            CONVERSATION_STREAM_TOOL,
+            "Stream a conversation's events: `notifications/initial_state` with everything so far, then each new event as a notification named by its type. Approval questions are asked here. Cancelling this request pauses the stream; nothing is lost.",
+            Arc::new(input_schema::<ConversationStreamParam>()),
+        )
+        .with_title("Stream conversation")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationStreamResult>())),
+        Tool::new(
+            CONVERSATIONS_LIST_TOOL,
+            "List conversations, live and saved, newest first, with their titles.",
+            Arc::new(input_schema::<ConversationsListParam>()),
+        )
+        .with_title("List conversations")
+        .with_raw_output_schema(Arc::new(output_schema::<ConversationsListResult>())),
+        review_tool(),
+    ]
+}
+
+/// An input schema in the trimmed form Codex's clients know: `type`, `properties`, `required`.
+fn input_schema<T: JsonSchema>() -> JsonObject {
+    trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_deserialize())
+}
+
+/// An output schema, trimmed like the input schemas.
+fn output_schema<T: JsonSchema>() -> JsonObject {
+    trimmed_schema::<T>(schemars::generate::SchemaSettings::draft2019_09().for_serialize())
+}
+
+fn trimmed_schema<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> JsonObject {
+    let settings = settings.with(|s| {
+        s.inline_subschemas = true;
+    });
+    let mut schema = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    strip_null(&mut schema);
+    let mut trimmed = JsonObject::new();
+    for key in ["type", "properties", "required"] {
+        if let Some(value) = schema.get(key) {
+            trimmed.insert(key.to_string(), value.clone());
+        }
+    }
+    trimmed
+}
+
+/// Optional arguments are simply absent, never `null`: drop the `null`
+/// alternatives schemars adds for `Option` fields.
+fn strip_null(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".into(), only);
+        }
+    }
+    if map.get("default").is_some_and(Value::is_null) {
+        map.remove("default");
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    for value in map.values_mut() {
+        match value {
+            Value::Object(_) => strip_null(value),
+            Value::Array(items) => items.iter_mut().for_each(strip_null),
+            _ => {}
+        }
+    }
+}
+
+fn object(value: serde_json::Value) -> JsonObject {
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The `review` tool's definition.
+fn review_tool() -> Tool {
+    Tool::new(
+        REVIEW_TOOL,
+        "Review a change in a git repository: the uncommitted changes (default), the changes against a base branch, one commit, or what custom instructions describe. An isolated reviewer reads the diff (and may run read-only commands) and returns findings by priority (0 = most urgent) with file and line, and an overall verdict. Failures (not a git repository, an unknown branch or commit) are errors without structured content.",
+        Arc::new(input_schema::<ReviewToolParam>()),
+    )
+    .with_title("Review")
+    .with_raw_output_schema(Arc::new(review_output_schema()))
+}
+
+/// The schema of a successful result's `structuredContent`: the review output object
+/// (every field always present) plus `threadId`. Error results carry no structured
+/// content, so strict clients never check one against this schema.
+fn review_output_schema() -> JsonObject {
+    let mut schema = output_schema::<ReviewOutputEvent>();
+    drop_formats(&mut schema);
+    let mut properties = match schema.remove("properties") {
+        Some(serde_json::Value::Object(properties)) => properties,
+        _ => JsonObject::new(),
+    };
+    properties.insert(
+        "threadId".into(),
+        serde_json::json!({
+            "description": "The review's thread: `codex-reply` continues it.",
+            "type": "string"
+        }),
+    );
+    // Sorted here: serde_json keeps insertion order in builds with `preserve_order`.
+    let mut required: Vec<String> = properties.keys().cloned().collect();
+    required.sort();
+    schema.insert(
+        "required".into(),
+        required
+            .into_iter()
+            .map(serde_json::Value::String)
+            .collect(),
+    );
+    schema.insert("properties".into(), properties.into());
+    schema
+}
+
+/// Drops `format` annotations (`uint8`, `double`, …): they are not standard JSON Schema
+/// formats, and strict validators refuse schemas with formats they do not know.
+fn drop_formats(schema: &mut JsonObject) {
+    schema.remove("format");
+    for value in schema.values_mut() {
+        match value {
+            serde_json::Value::Object(object) => drop_formats(object),
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    if let serde_json::Value::Object(object) = item {
+                        drop_formats(object);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `tools.json` is what the types derive; `DEPUTY_BLESS=1` rewrites it when they change.
+#[test]
+fn tools_json_is_what_the_types_derive() {
+    let derived = serde_json::to_value(derived_tools()).expect("tools serialize");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tool_catalogue/tools.json");
+    if std::env::var_os("DEPUTY_BLESS").is_some() {
+        let mut text = serde_json::to_string_pretty(&derived).expect("tools serialize");
+        text.push('\n');
+        std::fs::write(&path, text).expect("write tools.json");
+    }
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read tools.json"))
+            .expect("tools.json is JSON");
+    assert_eq!(
+        on_disk, derived,
+        "tools.json is stale: run `DEPUTY_BLESS=1 cargo test --workspace tools_json`"
+    );
+    assert_eq!(
+        serde_json::to_value(tools()).expect("tools serialize"),
+        derived,
+        "the served tools do not read back as the derived ones (rebuild after blessing)"
+    );
+}
+
+#[test]
+fn every_output_field_is_required() {
+    let schema = review_output_schema();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect();
+    for field in [
+        "threadId",
+        "findings",
+        "overall_correctness",
+        "overall_explanation",
+        "overall_confidence_score",
+    ] {
+        assert!(required.contains(&field), "{field}: {schema:?}");
+    }
+    assert!(
+        !serde_json::to_string(&schema)
+            .unwrap_or_default()
+            .contains("format")
+    );
+}
