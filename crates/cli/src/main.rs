@@ -1,4 +1,8 @@
 //! The `deputy` binary: parses arguments and wires the front doors to the engine.
+//!
+//! It starts at its own C `main` rather than std's ([`main`] says why).
+
+#![no_main]
 
 mod debug_cmd;
 mod features;
@@ -12,7 +16,6 @@ mod signals;
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -289,7 +292,44 @@ fn parse_kebab<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String>
     serde_json::from_value(serde_json::Value::String(value.to_string())).map_err(|e| e.to_string())
 }
 
-fn main() -> ExitCode {
+/// The process's entry point, called by the C runtime in place of std's.
+///
+/// std's start-up finds the main thread's stack by reading and parsing /proc/self/maps, to
+/// report a stack overflow by name: a tenth of a millisecond of every start, paid by the
+/// server and, through the sandbox launcher, by every command (`deputy-bench`: cold start
+/// and launcher). The rest of what it does is done here the same way: standard descriptors
+/// that are closed are opened on /dev/null (so that no file opened later becomes stdout),
+/// SIGPIPE is ignored (a closed pipe is an error, not death; commands get it back by
+/// default), a panic ends the process with status 101, and `exit` flushes stdout.
+/// Arguments come from glibc as they do for std. A stack overflow is still a crash, with
+/// SIGSEGV instead of a message.
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    open_closed_standard_descriptors();
+    // SAFETY: no other thread exists yet; ignoring a signal installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let code = std::panic::catch_unwind(deputy_main).unwrap_or(101);
+    std::process::exit(code)
+}
+
+/// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed; aborts if it cannot.
+fn open_closed_standard_descriptors() {
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            // SAFETY: a static NUL-terminated path; the lowest free descriptor is `fd`,
+            // since the ones below it are open.
+            let opened = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+            if opened != fd {
+                std::process::abort();
+            }
+        }
+    }
+}
+
+fn deputy_main() -> i32 {
     // The sandbox launcher must run before any thread or runtime exists:
     // Landlock and seccomp apply to the calling thread and what it execs.
     if std::env::args_os().nth(1).as_deref()
@@ -298,14 +338,20 @@ fn main() -> ExitCode {
         deputy_sandbox::launcher_main(std::env::args_os().skip(2));
     }
     keep_large_buffers_out_of_the_heap();
-    let cli = Cli::parse();
-    init_logging();
-    match run(cli) {
-        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+    let result = if plain_mcp_server() {
+        init_logging();
+        run_mcp_stdio(config_layers(Vec::new()))
+    } else {
+        let cli = Cli::parse();
+        init_logging();
+        run(cli)
+    };
+    match result {
+        Ok(code) => code.clamp(0, 255),
         Err(err) => {
             // A closed stderr must not turn an error into a panic.
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&err));
-            ExitCode::FAILURE
+            1
         }
     }
 }
@@ -350,17 +396,31 @@ fn init_logging() {
     }
 }
 
+/// Whether the command line is exactly `deputy mcp-server`, as MCP clients start it:
+/// then there is nothing to parse, and building clap's description of every subcommand
+/// and flag (a fifth of a millisecond, and its pages) is left out of the server's start.
+/// Anything else, `--help` and `-c` included, goes through clap.
+fn plain_mcp_server() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    args.next().as_deref() == Some(OsStr::new("mcp-server")) && args.next().is_none()
+}
+
+/// The configuration layers of a command: `~/.deputy/config.toml` under `-c` overrides.
+fn config_layers(cli_overrides: Vec<(String, toml::Value)>) -> ConfigLayers {
+    ConfigLayers {
+        deputy_home: deputy_home(),
+        cli_overrides,
+        ..ConfigLayers::default()
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let cli_overrides = cli
         .config_overrides
         .iter()
         .map(|raw| parse_cli_override(raw))
         .collect::<Result<Vec<_>, _>>()?;
-    let layers = ConfigLayers {
-        deputy_home: deputy_home(),
-        cli_overrides,
-        ..ConfigLayers::default()
-    };
+    let layers = config_layers(cli_overrides);
     match cli.command {
         Command::Exec(args) => run_exec(layers, args),
         Command::McpServer(McpServerArgs {
@@ -370,12 +430,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }) => run_to_end(server_runtime()?, async {
             listen_cmd::run_mcp_http(addr, &access, session_idle_timeout, layers, launcher()).await
         }),
-        Command::McpServer(McpServerArgs { listen: None, .. }) => {
-            run_to_end(server_runtime()?, async {
-                let signals = TerminationSignals::install()?;
-                deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
-            })
-        }
+        Command::McpServer(McpServerArgs { listen: None, .. }) => run_mcp_stdio(layers),
         Command::AppServer(AppServerArgs {
             command: Some(AppServerCommand::GenerateJsonSchema { out }),
             ..
@@ -438,6 +493,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Debug(command) => debug_cmd::run(layers, command),
         Command::Mcp(command) => mcp_cmd::run(&layers.deputy_home, command),
     }
+}
+
+/// `deputy mcp-server` on stdio.
+fn run_mcp_stdio(layers: ConfigLayers) -> anyhow::Result<i32> {
+    run_to_end(server_runtime()?, async {
+        let signals = TerminationSignals::install()?;
+        deputy_mcp_server::run_stdio_server(layers, launcher(), signals.received()).await
+    })
 }
 
 fn run_exec(mut layers: ConfigLayers, args: ExecArgs) -> anyhow::Result<i32> {

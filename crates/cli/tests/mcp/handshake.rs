@@ -195,3 +195,21 @@ fn a_client_that_leaves_before_initializing_ends_the_server_quietly() {
         .unwrap_or_else(|| panic!("the server did not exit"));
     assert!(status.success(), "{status}: {}", mcp.client.stderr_text());
 }
+
+/// `deputy mcp-server` alone is served without parsing a command line; every other form
+/// goes through the parser, `-c` overrides included, wherever they stand.
+#[test]
+fn config_overrides_on_the_command_line_reach_the_server() {
+    for args in [
+        &["-c", "model=\"from-the-command-line\"", "mcp-server"][..],
+        &["mcp-server", "-c", "model=\"from-the-command-line\""][..],
+    ] {
+        let mcp = Mcp::spawn_with_args(args);
+        McpSession::initialize(&mcp.client, json!({}));
+        let result = mcp.result(mcp.call("conversationCreate", json!({"prompt": ""})));
+        assert_eq!(
+            result["structuredContent"]["model"], "from-the-command-line",
+            "{args:?}: {result}"
+        );
+    }
+}

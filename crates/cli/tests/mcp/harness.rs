@@ -40,15 +40,26 @@ pub struct Mcp {
 impl Mcp {
     /// Spawns the server without the MCP handshake.
     pub fn spawn() -> Self {
+        Self::spawn_with_args(&["mcp-server"])
+    }
+
+    /// Spawns `deputy ARGS` (a form of `deputy mcp-server`) without the MCP handshake.
+    pub fn spawn_with_args(args: &[&str]) -> Self {
+        Self::spawn_with(args, |_| {})
+    }
+
+    /// [`Mcp::spawn_with_args`], with `adjust` applied to the command before it starts.
+    pub fn spawn_with(args: &[&str], adjust: impl FnOnce(&mut std::process::Command)) -> Self {
         let model = MockModelServer::start();
         let home = TestHome::new(&model.base_url());
         let mut command = home.command(DEPUTY);
         // `shell_command` runs `bash -lc`: with the developer's HOME, every command would
         // run their login profile (slow, and a killed one can leave locks behind).
-        command.arg("mcp-server").env("HOME", home.path());
+        command.args(args).env("HOME", home.path());
         if let Ok(filter) = std::env::var(LOG_FILTER_VAR) {
             command.env("RUST_LOG", filter);
         }
+        adjust(&mut command);
         let client = StdioClient::spawn(command);
         Self {
             client,

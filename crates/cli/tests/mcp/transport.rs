@@ -298,3 +298,25 @@ fn the_stdout_pipe_is_blocking_again_once_the_server_exits() {
         "the pipe was left non-blocking for whoever writes it next"
     );
 }
+
+/// Started with stderr closed, the server has /dev/null there: no file or socket it opens
+/// later takes descriptor 2 and gets its log lines (std's start-up did this; deputy starts
+/// at its own `main`).
+#[test]
+fn a_closed_standard_descriptor_is_dev_null_not_the_next_file_opened() {
+    use std::os::unix::process::CommandExt;
+
+    let mcp = Mcp::spawn_with(&["mcp-server"], |command| {
+        // SAFETY: close(2) is async-signal-safe; it runs after the child's stdio is set up.
+        unsafe {
+            command.pre_exec(|| {
+                libc::close(2);
+                Ok(())
+            });
+        }
+    });
+    McpSession::initialize(&mcp.client, json!({}));
+    let stderr = std::fs::read_link(format!("/proc/{}/fd/2", mcp.client.pid()))
+        .expect("the server's descriptor 2");
+    assert_eq!(stderr, std::path::Path::new("/dev/null"));
+}
