@@ -2,7 +2,8 @@
 //!
 //! It starts at its own C `main` rather than std's ([`main`] says why).
 
-#![no_main]
+// The test harness brings its own entry point.
+#![cfg_attr(not(test), no_main)]
 
 mod debug_cmd;
 mod features;
@@ -303,7 +304,11 @@ fn parse_kebab<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String>
 /// default), a panic ends the process with status 101, and `exit` flushes stdout.
 /// Arguments come from glibc as they do for std. A stack overflow is still a crash, with
 /// SIGSEGV instead of a message.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(test), unsafe(no_mangle))]
+#[cfg_attr(
+    test,
+    allow(dead_code, reason = "the test harness has its own entry point")
+)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     open_closed_standard_descriptors();
     // SAFETY: no other thread exists yet; ignoring a signal installs no handler code.
