@@ -9,6 +9,7 @@ mod debug_cmd;
 mod features;
 mod listen_cmd;
 mod mcp_cmd;
+mod process_start;
 mod review_cmd;
 mod sandbox_cmd;
 mod sessions_cmd;
@@ -298,40 +299,18 @@ fn parse_kebab<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String>
 /// std's start-up finds the main thread's stack by reading and parsing /proc/self/maps, to
 /// report a stack overflow by name: a tenth of a millisecond of every start, paid by the
 /// server and, through the sandbox launcher, by every command (`deputy-bench`: cold start
-/// and launcher). The rest of what it does is done here the same way: standard descriptors
-/// that are closed are opened on /dev/null (so that no file opened later becomes stdout),
-/// SIGPIPE is ignored (a closed pipe is an error, not death; commands get it back by
-/// default), a panic ends the process with status 101, and `exit` flushes stdout.
-/// Arguments come from glibc as they do for std. A stack overflow is still a crash, with
-/// SIGSEGV instead of a message.
+/// and launcher). The rest of std's start-up is [`process_start::as_std_would`]; a panic ends
+/// the process with status 101, and `exit` flushes stdout. Arguments come from glibc as they
+/// do for std. A stack overflow is still a crash, with SIGSEGV instead of a message.
 #[cfg_attr(not(test), unsafe(no_mangle))]
 #[cfg_attr(
     test,
     allow(dead_code, reason = "the test harness has its own entry point")
 )]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    open_closed_standard_descriptors();
-    // SAFETY: no other thread exists yet; ignoring a signal installs no handler code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    process_start::as_std_would();
     let code = std::panic::catch_unwind(deputy_main).unwrap_or(101);
     std::process::exit(code)
-}
-
-/// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed; aborts if it cannot.
-fn open_closed_standard_descriptors() {
-    for fd in 0..3 {
-        // SAFETY: F_GETFD only reads the descriptor's flags.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
-            // SAFETY: a static NUL-terminated path; the lowest free descriptor is `fd`,
-            // since the ones below it are open.
-            let opened = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-            if opened != fd {
-                std::process::abort();
-            }
-        }
-    }
 }
 
 fn deputy_main() -> i32 {
@@ -342,7 +321,7 @@ fn deputy_main() -> i32 {
     {
         deputy_sandbox::launcher_main(std::env::args_os().skip(2));
     }
-    keep_large_buffers_out_of_the_heap();
+    process_start::keep_large_buffers_out_of_the_heap();
     let result = if plain_mcp_server() {
         init_logging();
         run_mcp_stdio(config_layers(Vec::new()))
@@ -358,18 +337,6 @@ fn deputy_main() -> i32 {
             let _ = writeln!(std::io::stderr(), "error: {}", one_line(&err));
             1
         }
-    }
-}
-
-/// Makes every allocation above 128 KiB a mapping of its own, returned to the kernel when
-/// freed. glibc starts there but raises the threshold as large blocks are freed, after
-/// which they come from the heap and their pages stay resident: a command printing 100 MB
-/// (its 1 MiB captures, the event carrying them to the client) left megabytes behind.
-fn keep_large_buffers_out_of_the_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only tunes the allocator; it is called before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
     }
 }
 
