@@ -83,31 +83,119 @@ pub fn mount_fresh_proc() -> io::Result<()> {
     .map_err(io::Error::from)
 }
 
-/// Whether [`enter`] would get namespaces here: a forked child tries and reports.
+/// Whether [`enter`] would get namespaces here: a child process tries and reports.
+///
+/// The child shares this process's memory and the calling thread waits while it runs
+/// (`CLONE_VM | CLONE_VFORK`), rather than being forked: a fork would copy the page tables
+/// and leave every page this process writes afterwards to be copied on write, a cost a
+/// server pays at start-up, when the probe runs.
 pub fn available() -> bool {
-    let flags = flag_sets(Uid::effective());
-    // SAFETY: the child only calls unshare(2) and _exit(2), both async-signal-safe, so
-    // forking a multi-threaded process is sound.
-    let child = unsafe { libc::fork() };
-    match child {
-        -1 => false,
-        0 => {
-            let ok = flags.iter().any(|flags| unshare(*flags).is_ok());
-            // SAFETY: _exit ends the child without running the parent's destructors.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+    extern "C" fn child(flags: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `flags` points to the `&'static [CloneFlags]` below, alive while the
+        // parent thread waits for this child.
+        let flags = unsafe { *flags.cast::<&'static [CloneFlags]>() };
+        // Only unshare(2) runs here, on this child's own stack: no allocation, no lock
+        // that another thread of the shared memory could hold.
+        if flags.iter().any(|flags| unshare(*flags).is_ok()) {
+            0
+        } else {
+            1
         }
-        pid => {
-            let mut status = 0;
-            loop {
-                // SAFETY: waits for our own child into a live local.
-                let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
-                if waited == pid {
-                    return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-                }
-                if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    return false;
-                }
-            }
+    }
+    let mut flags = flag_sets(Uid::effective());
+    let Some(stack) = ChildStack::new() else {
+        return false;
+    };
+    // SAFETY: the child runs `child` on `stack`, which outlives it: with CLONE_VFORK this
+    // thread is suspended until the child has exited. The child touches only its stack
+    // and `flags`, both alive until then.
+    let pid = unsafe {
+        libc::clone(
+            child,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut flags).cast(),
+        )
+    };
+    drop(stack);
+    if pid == -1 {
+        return false;
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child into a live local.
+        let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if waited == pid {
+            return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
         }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+/// A small stack for [`available`]'s child, with an inaccessible page below it: an
+/// overflow kills the child (the probe then says no) instead of writing over memory the
+/// child shares with this process.
+struct ChildStack {
+    base: *mut libc::c_void,
+}
+
+impl ChildStack {
+    const GUARD: usize = 4096;
+    const USABLE: usize = 64 * 1024;
+
+    fn new() -> Option<Self> {
+        // SAFETY: a fresh anonymous mapping, owned by the returned value.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::GUARD + Self::USABLE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        let stack = Self { base };
+        // SAFETY: the first page of the mapping just made.
+        let guarded = unsafe { libc::mprotect(base, Self::GUARD, libc::PROT_NONE) } == 0;
+        guarded.then_some(stack)
+    }
+
+    /// The stack's first address past its end (it grows down from there), page-aligned.
+    fn top(&self) -> *mut libc::c_void {
+        self.base.wrapping_byte_add(Self::GUARD + Self::USABLE)
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the mapping made in `new`, which nothing uses any more.
+        unsafe { libc::munmap(self.base, Self::GUARD + Self::USABLE) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    use super::*;
+
+    /// The probe's child shares this process's memory; what it finds must be what a
+    /// separate process gets, as the launcher is one.
+    #[test]
+    fn the_probe_says_what_a_separate_process_gets() {
+        let separate = flag_sets(Uid::effective()).iter().any(|&flags| {
+            let mut command = Command::new("/bin/true");
+            // SAFETY: unshare(2) is async-signal-safe, as the code between fork and exec must be.
+            unsafe { command.pre_exec(move || unshare(flags).map_err(io::Error::from)) };
+            command.status().is_ok_and(|status| status.success())
+        });
+        assert_eq!(available(), separate);
     }
 }
