@@ -39,3 +39,22 @@ pub(crate) fn keep_large_buffers_out_of_the_heap() {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The unwinder is linked into the binaries of this package (`build.rs`) rather than
+    /// loaded: a panic must still unwind to `catch_unwind`, which `main` relies on for its
+    /// exit status and the runtime for a task's panic. A broken unwinder aborts the test.
+    #[test]
+    fn a_panic_unwinds_with_the_linked_unwinder() {
+        let caught = std::panic::catch_unwind(|| panic!("a test panic"));
+        assert!(caught.is_err());
+        if cfg!(static_unwinder) {
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+            assert!(
+                maps.contains("libc.so") && !maps.contains("libgcc_s"),
+                "libgcc_s is still loaded:\n{maps}"
+            );
+        }
+    }
+}
