@@ -9,6 +9,7 @@ use std::path::Path;
 
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
 use nix::unistd::{Gid, Uid};
 
 /// Why this process could not get its namespaces.
@@ -106,6 +107,16 @@ pub fn available() -> bool {
     let Some(stack) = ChildStack::new() else {
         return false;
     };
+    // The child inherits this thread's signal mask: with every signal blocked, no handler
+    // of this process runs in the child, on its small stack, against the memory it shares.
+    // Signals sent to the process meanwhile go to its other threads.
+    let mut previous = SigSet::empty();
+    let blocked = pthread_sigmask(
+        SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::all()),
+        Some(&mut previous),
+    )
+    .is_ok();
     // SAFETY: the child runs `child` on `stack`, which outlives it: with CLONE_VFORK this
     // thread is suspended until the child has exited. The child touches only its stack
     // and `flags`, both alive until then.
@@ -117,6 +128,9 @@ pub fn available() -> bool {
             (&raw mut flags).cast(),
         )
     };
+    if blocked {
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&previous), None);
+    }
     drop(stack);
     if pid == -1 {
         return false;
@@ -197,5 +211,24 @@ mod tests {
             command.status().is_ok_and(|status| status.success())
         });
         assert_eq!(available(), separate);
+    }
+
+    /// The probe blocks every signal while its child runs (the child inherits the mask);
+    /// the thread that probed must get its own mask back, or it would never see a signal again.
+    #[test]
+    fn the_probing_thread_gets_its_signal_mask_back() {
+        use nix::sys::signal::Signal;
+        let mask = std::thread::spawn(|| {
+            let mut only_usr1 = SigSet::empty();
+            only_usr1.add(Signal::SIGUSR1);
+            only_usr1.thread_set_mask()?;
+            available();
+            SigSet::thread_get_mask()
+        })
+        .join()
+        .unwrap_or_else(|_| panic!("the probing thread panicked"))
+        .unwrap_or_else(|err| panic!("pthread_sigmask: {err}"));
+        assert!(mask.contains(Signal::SIGUSR1));
+        assert!(!mask.contains(Signal::SIGTERM));
     }
 }
