@@ -13,59 +13,69 @@ use crate::review_tool::{REVIEW_TOOL, ReviewToolParam};
 
 /// The tool definitions derived from the argument and result types, in `tools/list` order.
 fn derived_tools() -> Vec<Tool> {
-    let output = Arc::new(object(serde_json::json!({
+    let output = object(serde_json::json!({
         "type": "object",
         "properties": {
             "threadId": {"type": "string"},
             "content": {"type": "string"}
         },
         "required": ["threadId", "content"]
-    })));
+    }));
     vec![
-        Tool::new(
+        tool::<CodexToolCallParam>(
             CODEX_TOOL,
+            "Codex",
             "Run a deputy session: the coding agent works on `prompt` in `cwd` (running commands and editing files under the given sandbox and approval policy) and returns its final answer. Accepts configuration parameters matching config.toml.",
-            Arc::new(input_schema::<CodexToolCallParam>()),
-        )
-        .with_title("Codex")
-        .with_raw_output_schema(output.clone()),
-        Tool::new(
+            output.clone(),
+        ),
+        tool::<CodexReplyParam>(
             CODEX_REPLY_TOOL,
+            "Codex Reply",
             "Continue a deputy session by giving its thread id and the next prompt. Works across server restarts.",
-            Arc::new(input_schema::<CodexReplyParam>()),
-        )
-        .with_title("Codex Reply")
-        .with_raw_output_schema(output),
-        Tool::new(
+            output,
+        ),
+        tool::<ConversationCreateParam>(
             CONVERSATION_CREATE_TOOL,
+            "Create conversation",
             "Create a conversation with the coding agent and return its id at once. A non-empty `prompt` starts the first turn in the background; follow it with `conversationStream`.",
-            Arc::new(input_schema::<ConversationCreateParam>()),
-        )
-        .with_title("Create conversation")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationCreateResult>())),
-        Tool::new(
+            output_schema::<ConversationCreateResult>(),
+        ),
+        tool::<ConversationSendMessageParam>(
             CONVERSATION_SEND_MESSAGE_TOOL,
+            "Send message",
             "Send a conversation the next user message. Returns as soon as its turn is queued (behind a running one); cancelling this request interrupts that turn.",
-            Arc::new(input_schema::<ConversationSendMessageParam>()),
-        )
-        .with_title("Send message")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationSendMessageResult>())),
-        Tool::new(
+            output_schema::<ConversationSendMessageResult>(),
+        ),
+        tool::<ConversationStreamParam>(
             CONVERSATION_STREAM_TOOL,
+            "Stream conversation",
             "Stream a conversation's events: `notifications/initial_state` with everything so far, then each new event as a notification named by its type. Approval questions are asked here. Cancelling this request pauses the stream; nothing is lost.",
-            Arc::new(input_schema::<ConversationStreamParam>()),
-        )
-        .with_title("Stream conversation")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationStreamResult>())),
-        Tool::new(
+            output_schema::<ConversationStreamResult>(),
+        ),
+        tool::<ConversationsListParam>(
             CONVERSATIONS_LIST_TOOL,
+            "List conversations",
             "List conversations, live and saved, newest first, with their titles.",
-            Arc::new(input_schema::<ConversationsListParam>()),
-        )
-        .with_title("List conversations")
-        .with_raw_output_schema(Arc::new(output_schema::<ConversationsListResult>())),
-        review_tool(),
+            output_schema::<ConversationsListResult>(),
+        ),
+        tool::<ReviewToolParam>(
+            REVIEW_TOOL,
+            "Review",
+            "Review a change in a git repository: the uncommitted changes (default), the changes against a base branch, one commit, or what custom instructions describe. An isolated reviewer reads the diff (and may run read-only commands) and returns findings by priority (0 = most urgent) with file and line, and an overall verdict. Failures (not a git repository, an unknown branch or commit) are errors without structured content.",
+            review_output_schema(),
+        ),
     ]
+}
+
+/// The tool `name`, whose arguments are `P` and whose structured result `output` describes.
+fn tool<P: JsonSchema>(name: &str, title: &str, description: &str, output: JsonObject) -> Tool {
+    Tool::new(
+        name.to_string(),
+        description.to_string(),
+        Arc::new(input_schema::<P>()),
+    )
+    .with_title(title)
+    .with_raw_output_schema(Arc::new(output))
 }
 
 /// An input schema in the trimmed form Codex's clients know: `type`, `properties`, `required`.
@@ -128,17 +138,6 @@ fn object(value: serde_json::Value) -> JsonObject {
         serde_json::Value::Object(map) => map,
         _ => JsonObject::new(),
     }
-}
-
-/// The `review` tool's definition.
-fn review_tool() -> Tool {
-    Tool::new(
-        REVIEW_TOOL,
-        "Review a change in a git repository: the uncommitted changes (default), the changes against a base branch, one commit, or what custom instructions describe. An isolated reviewer reads the diff (and may run read-only commands) and returns findings by priority (0 = most urgent) with file and line, and an overall verdict. Failures (not a git repository, an unknown branch or commit) are errors without structured content.",
-        Arc::new(input_schema::<ReviewToolParam>()),
-    )
-    .with_title("Review")
-    .with_raw_output_schema(Arc::new(review_output_schema()))
 }
 
 /// The schema of a successful result's `structuredContent`: the review output object
