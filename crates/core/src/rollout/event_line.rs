@@ -229,8 +229,11 @@ pub(crate) const LINE_HEAD: usize = 96;
 /// the timestamp); `None` when it is not there.
 pub(crate) fn line_type(line: &[u8]) -> Option<&str> {
     const TYPE: &[u8] = br#","type":""#;
+    // Built once: building a finder costs more than searching 96 bytes with it.
+    static TYPE_FINDER: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(TYPE));
     let head = &line[..line.len().min(LINE_HEAD)];
-    let rest = &head[memmem::find(head, TYPE)? + TYPE.len()..];
+    let rest = &head[TYPE_FINDER.find(head)? + TYPE.len()..];
     std::str::from_utf8(&rest[..memchr::memchr(b'"', rest)?]).ok()
 }
 
