@@ -51,6 +51,8 @@ fn static_unwinder() {
     if env("TARGET") != env("HOST") {
         return; // The compiler asked below builds for this machine, not for the target.
     }
+    // Before any early return: a compiler named later is asked again.
+    println!("cargo:rerun-if-env-changed=CC");
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let Ok(output) = std::process::Command::new(compiler)
         .arg("-print-file-name=libgcc_eh.a")
@@ -70,5 +72,4 @@ fn static_unwinder() {
         println!("cargo:rustc-link-search=native={}", dir.display());
         println!("cargo:rustc-cfg=static_unwinder");
     }
-    println!("cargo:rerun-if-env-changed=CC");
 }
