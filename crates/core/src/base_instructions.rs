@@ -7,7 +7,10 @@
 //! text names: it fails when the instructions name a tool that is not offered, or when an
 //! offered tool is never explained.
 
+use std::sync::{Arc, Mutex};
+
 use crate::client::{HostedTool, ToolSpec};
+use crate::sync::lock;
 use crate::tools::names;
 
 const INTRO: &str = include_str!("prompts/base/intro.md");
@@ -26,10 +29,31 @@ const SANDBOX: &str = include_str!("prompts/base/sandbox.md");
 const PROJECT_DOCS: &str = include_str!("prompts/base/project_docs.md");
 const FINISHING: &str = include_str!("prompts/base/finishing.md");
 
-/// deputy's instructions for a model offered `tools` (in the order they are offered).
-pub(crate) fn for_tools(tools: &[ToolSpec]) -> String {
+/// deputy's instructions for a model offered `tools` (in the order they are offered),
+/// shared: every thread offered the same built-in tools holds the same text (a few KB that a
+/// thousand concurrent sessions each built and kept a copy of). The texts are the few
+/// combinations of sections the tool sets of this process need.
+pub(crate) fn for_tools(tools: &[ToolSpec]) -> Arc<str> {
+    static JOINED: Mutex<Vec<(Vec<&'static str>, Arc<str>)>> = Mutex::new(Vec::new());
+    let sections = sections_for(tools);
+    let mut joined = lock(&JOINED);
+    if let Some((_, text)) = joined.iter().find(|(known, _)| *known == sections) {
+        return Arc::clone(text);
+    }
+    let text: Arc<str> = sections
+        .iter()
+        .map(|section| section.trim_end())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+        .into();
+    joined.push((sections, Arc::clone(&text)));
+    text
+}
+
+/// The sections of the instructions for `tools`, in order.
+fn sections_for(tools: &[ToolSpec]) -> Vec<&'static str> {
     let offered = |name: &str| tools.iter().any(|tool| tool.name() == Some(name));
-    let mut sections: Vec<&str> = vec![INTRO, TOOLS];
+    let mut sections = vec![INTRO, TOOLS];
     if offered(names::SHELL) {
         sections.push(SHELL);
     }
@@ -64,10 +88,6 @@ pub(crate) fn for_tools(tools: &[ToolSpec]) -> String {
     }
     sections.extend([SANDBOX, PROJECT_DOCS, FINISHING]);
     sections
-        .iter()
-        .map(|section| section.trim_end())
-        .collect::<Vec<_>>()
-        .join("\n\n")
 }
 
 #[cfg(test)]
@@ -183,5 +203,18 @@ mod tests {
                 .specs(),
         );
         assert!(function.contains("`apply_patch {input}`"));
+    }
+
+    #[test]
+    fn threads_offered_the_same_tools_share_one_text() {
+        let specs = |model: &str| {
+            ToolRegistry::for_turn(&ModelFamily::builtin(model), &ThreadTools::default()).specs()
+        };
+        let first = for_tools(&specs("gpt-5-codex"));
+        let again = for_tools(&specs("gpt-5-codex"));
+        assert!(Arc::ptr_eq(&first, &again), "each call built its own copy");
+        let other = for_tools(&specs("gpt-4o"));
+        assert_ne!(first, other, "different tools, different instructions");
+        assert!(Arc::ptr_eq(&other, &for_tools(&specs("gpt-4o"))));
     }
 }

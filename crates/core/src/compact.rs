@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), warn(clippy::disallowed_methods))]
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use deputy_protocol::{
     ContentItem, ContextCompactionItem, ContextCompactionStatus, FunctionOutput, OutputContentItem,
@@ -128,7 +129,7 @@ async fn summarize(ctx: &TurnContext, history: &[ResponseItem]) -> Result<String
         let prompt = Prompt {
             instructions: instructions.clone(),
             input: fitted.input,
-            tools: Vec::new(),
+            tools: Arc::default(),
             parallel_tool_calls: false,
             // The summary is prose for the next model call, whatever the answer's format.
             output_schema: None,

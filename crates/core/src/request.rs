@@ -5,6 +5,8 @@
 //! verbosity). Also the first request a new thread would send, for
 //! `deputy debug model-request`.
 
+use std::sync::Arc;
+
 use deputy_protocol::ResponseItem;
 use serde_json::{Value, json};
 
@@ -35,17 +37,17 @@ pub(crate) fn base_prompt(
     thread_id: &str,
     tools: Vec<ToolSpec>,
 ) -> Prompt {
-    let instructions = family
-        .custom_instructions
-        .clone()
-        .unwrap_or_else(|| crate::base_instructions::for_tools(&tools));
+    let instructions = match &family.custom_instructions {
+        Some(custom) => Arc::from(custom.as_str()),
+        None => crate::base_instructions::for_tools(&tools),
+    };
     let summary = config
         .model_reasoning_summary
         .unwrap_or(ReasoningSummary::Auto);
     Prompt {
         instructions,
         input: Vec::new(),
-        tools,
+        tools: tools.into(),
         parallel_tool_calls: family.parallel_tool_calls,
         output_schema: None,
         reasoning_effort: config.model_reasoning_effort.clone(),

@@ -18,6 +18,7 @@ mod stream;
 mod tests;
 mod tool_spec;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_protocol::{CodexErrorInfo, ResponseItem, TokenUsage};
@@ -31,11 +32,12 @@ pub use tool_spec::{FreeformTool, FunctionTool, Grammar, HostedTool, NamespaceTo
 #[derive(Debug, Clone, Default)]
 pub struct Prompt {
     /// System instructions (Responses `instructions`; the first chat `system` message).
-    pub instructions: String,
+    /// Shared, like `tools`: every request of a turn starts from the same prompt.
+    pub instructions: Arc<str>,
     /// The conversation so far.
     pub input: Vec<ResponseItem>,
     /// Tools offered to the model, in the order they are listed.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Arc<[ToolSpec]>,
     /// Whether the model may call several tools in one response (Responses only).
     pub parallel_tool_calls: bool,
     /// A JSON Schema the answer must follow (strict structured output), when the turn has one.

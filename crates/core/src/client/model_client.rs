@@ -9,6 +9,7 @@ use futures::StreamExt;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+use tokio_util::bytes::Bytes;
 
 use super::retry::{backoff, is_retryable_status, requested_delay};
 use super::stream::ResponseStream;
@@ -141,7 +142,9 @@ impl ModelClient {
             })?;
             headers.insert(AUTHORIZATION, value);
         }
-        let body = self.request_body(prompt).to_string().into_bytes();
+        // One buffer for every attempt, which reqwest holds by reference count: while many
+        // sessions wait for a connection, each keeps its request once rather than twice.
+        let body = Bytes::from(self.request_body(prompt).to_string());
         let max_retries = self.provider.request_max_retries();
         let idle = self.provider.stream_idle_timeout();
 
@@ -176,14 +179,14 @@ impl ModelClient {
     async fn attempt(
         &self,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &Bytes,
         idle: Duration,
     ) -> Result<reqwest::Response, Failure> {
         let request = self
             .http
             .post(self.endpoint.clone())
             .headers(headers.clone())
-            .body(body.to_vec());
+            .body(body.clone());
         let response = match tokio::time::timeout(idle, request.send()).await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {

@@ -182,7 +182,8 @@ fn prompt(input: Vec<ResponseItem>) -> Prompt {
             "shell",
             "Runs a command.",
             json!({"type": "object", "properties": {"command": {"type": "array"}}}),
-        )],
+        )]
+        .into(),
         parallel_tool_calls: false,
         ..Prompt::default()
     }

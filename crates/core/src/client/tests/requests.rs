@@ -146,7 +146,7 @@ async fn chat_request_turns_history_into_messages_with_merged_tool_calls() {
 async fn chat_request_without_tools_leaves_out_tools_and_tool_choice() {
     let server = TestServer::start(vec![Reply::Sse(chat_sse(&[]))]).await;
     let bare = Prompt {
-        instructions: String::new(),
+        instructions: Arc::default(),
         input: vec![ResponseItem::user_text("hi")],
         ..Prompt::default()
     };
