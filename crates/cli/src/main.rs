@@ -657,12 +657,12 @@ fn server_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Runs a front door to its end, then leaves without waiting for blocked reads of stdin:
-/// after a signal, nobody will close it. The sandbox probe, started with the first thread,
-/// is joined so that its log line is not lost.
+/// after a signal, nobody will close it.
 fn run_to_end(
     runtime: tokio::runtime::Runtime,
     front_door: impl std::future::Future<Output = anyhow::Result<i32>>,
 ) -> anyhow::Result<i32> {
+    deputy_core::start_sandbox_probe();
     let result = runtime.block_on(front_door);
     runtime.shutdown_background();
     deputy_core::wait_for_sandbox_probe();

@@ -47,6 +47,6 @@ mod untrusted_file;
 pub mod user_input;
 
 pub use event_log::{Lagged, Subscription};
-pub use sandboxing::wait_for_sandbox_probe;
+pub use sandboxing::{start_sandbox_probe, wait_for_sandbox_probe};
 pub use thread::{Thread, ThreadError, TurnEvents, TurnInput};
 pub use thread_manager::{ResumeError, StartError, ThreadManager};

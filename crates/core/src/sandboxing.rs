@@ -51,17 +51,15 @@ pub(crate) fn writable_roots(config: &Config) -> WritableRoots {
     WritableRoots::new(roots, policy.protected_subpaths())
 }
 
-/// The sandbox probe's thread, until [`wait_for_sandbox_probe`] joins it.
+/// The start-up sandbox probe's thread, until [`wait_for_sandbox_probe`] joins it.
 static PROBE: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
 
 /// Starts the sandbox probe once per process, on a thread of its own, which logs what the
-/// sandbox can do here. The thread manager calls it as the process's first thread starts
-/// or is resumed, so that users see a missing piece before any command runs, while the
-/// first turn waits on the model; a server that is only started, asked for its tools and
-/// stopped never pays for it (a child that tries to create namespaces: about 0.4 ms of CPU
-/// and 0.9 ms from clone to reaped on 2 cores). Nothing waits for it before answering; the
-/// first sandboxed command finds the answer ready, or waits for the same probe.
-pub(crate) fn start_sandbox_probe() {
+/// sandbox can do here. Front doors call it as they start, so that users see a missing
+/// piece at once; the probe forks a child that tries to create namespaces (milliseconds of
+/// kernel work), which no front door waits for before it answers. The first sandboxed
+/// command finds the answer ready, or waits for the same probe.
+pub fn start_sandbox_probe() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
         let spawned = std::thread::Builder::new()

@@ -112,7 +112,6 @@ impl ThreadManager {
     /// configuration's warnings; its AGENTS.md instructions and MCP servers are loaded by
     /// the thread itself before its first turn. Must be called within a tokio runtime.
     pub async fn start(&self, mut config: Config) -> Result<Arc<Thread>, StartError> {
-        crate::sandboxing::start_sandbox_probe();
         config.sandbox_launcher = self.sandbox_launcher.clone();
         let source = self.source;
         let (start, configured) = off_runtime(move || prepare_start(config, source))
@@ -146,7 +145,6 @@ impl ThreadManager {
         if let Some(thread) = self.get(&canonical) {
             return Ok((thread, None));
         }
-        crate::sandboxing::start_sandbox_probe();
         let deadline = Instant::now() + UNLOAD_WAIT;
         let (start, configured, before) = loop {
             let (id, layers) = (id.to_string(), layers.clone());

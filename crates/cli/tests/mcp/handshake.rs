@@ -1,15 +1,13 @@
 //! The MCP handshake — in order or not — and every request that is not a tool call:
 //! each gets an answer.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Stdio;
 use std::time::Duration;
 
-use deputy_test_support::{McpSession, MockModelServer, MockResponse, TestHome};
+use deputy_test_support::{McpSession, MockResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::harness::{DEPUTY, EXIT_WAIT, Mcp, WAIT};
+use crate::harness::{EXIT_WAIT, Mcp, WAIT};
 
 /// How long a request that needs no work may take to be answered.
 const PROMPT_ANSWER: Duration = Duration::from_secs(2);
@@ -214,79 +212,4 @@ fn config_overrides_on_the_command_line_reach_the_server() {
             "{args:?}: {result}"
         );
     }
-}
-
-/// The sandbox probe (a child that tries to create namespaces) starts with the first
-/// thread, not with the process: a client that only lists the tools never pays for it, and
-/// the first session still logs what the sandbox can do before any command runs.
-#[test]
-fn the_sandbox_probe_waits_for_the_first_session() {
-    // The probe's log line is the one `deputy_core::sandboxing` writes.
-    const PROBE_LOG: &str = "deputy_core::sandboxing";
-    let model = MockModelServer::start();
-    let home = TestHome::new(&model.base_url());
-    let mut child = home
-        .command(DEPUTY)
-        .arg("mcp-server")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn deputy mcp-server");
-    let requests = [
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "handshake-test", "version": "1.0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
-    ];
-    let mut stdin = child.stdin.take().expect("stdin");
-    for request in &requests {
-        writeln!(stdin, "{request}").expect("write a request");
-    }
-    // stdin stays open until the tools are listed: at the end of its input the server
-    // stops, and what it has not answered yet is dropped.
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut answers = Vec::new();
-    while !answers
-        .iter()
-        .any(|line: &String| line.contains(r#""id":1,"#))
-    {
-        let mut line = String::new();
-        let read = stdout
-            .read_line(&mut line)
-            .expect("read the server's answers");
-        assert!(
-            read > 0,
-            "the server ended before listing its tools: {answers:?}"
-        );
-        answers.push(line);
-    }
-    assert!(answers.concat().contains("\"tools\":[{"), "{answers:?}");
-    drop(stdin); // The process exits after joining any probe it started.
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read the server's log");
-    let status = child.wait().expect("wait for the server");
-    assert!(status.success(), "{status}: {stderr}");
-    assert!(
-        !stderr.contains(PROBE_LOG),
-        "a server that started no session probed the sandbox: {stderr}"
-    );
-
-    let mcp = Mcp::spawn_with(&["mcp-server"], |command| {
-        command.env("RUST_LOG", "info");
-    });
-    McpSession::initialize(&mcp.client, json!({}));
-    mcp.model.push(MockResponse::text_turn("done"));
-    let result = mcp.result(mcp.call("codex", json!({"prompt": "hello"})));
-    assert_eq!(result["structuredContent"]["content"], "done", "{result}");
-    mcp.client
-        .wait_for_stderr(PROBE_LOG, WAIT)
-        .unwrap_or_else(|err| panic!("the first session did not probe the sandbox: {err}"));
 }
