@@ -5,6 +5,8 @@
 //! become functions named `<namespace><name>` (a namespace's name ends in `__`, so
 //! `mcp__docs__` + `search` reads `mcp__docs__search`), and hosted tools are left out.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 /// A tool as offered to the model.
@@ -29,8 +31,9 @@ pub struct FunctionTool {
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub parameters: Value,
+    /// JSON Schema of the arguments object, shared: a built-in tool's schema is made once
+    /// per process and every turn's registry and request lists the same one.
+    pub parameters: Arc<Value>,
 }
 
 /// A freeform tool.
@@ -83,7 +86,7 @@ impl ToolSpec {
         Self::Function(FunctionTool {
             name: name.to_string(),
             description: description.to_string(),
-            parameters,
+            parameters: Arc::new(parameters),
         })
     }
 
@@ -205,7 +208,9 @@ mod tests {
         FunctionTool {
             name: "lookup".into(),
             description: "Looks a word up.".into(),
-            parameters: json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+            parameters: Arc::new(
+                json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+            ),
         }
     }
 

@@ -98,7 +98,7 @@ impl ToolHandler for Resources {
         ToolSpec::Function(FunctionTool {
             name: name.into(),
             description: description.into(),
-            parameters,
+            parameters: Arc::new(parameters),
         })
     }
 

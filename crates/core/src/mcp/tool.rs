@@ -44,7 +44,7 @@ struct Offered {
     /// Its name on the server.
     name: String,
     description: String,
-    parameters: Value,
+    parameters: Arc<Value>,
     /// Its annotations say it changes nothing (`readOnlyHint: true`).
     read_only: bool,
 }
@@ -78,7 +78,7 @@ impl ServerTools {
                     .or(tool.title.as_deref())
                     .unwrap_or_default()
                     .to_string(),
-                parameters: sanitize_input_schema(&tool.input_schema),
+                parameters: Arc::new(sanitize_input_schema(&tool.input_schema)),
                 read_only: tool
                     .annotations
                     .as_ref()

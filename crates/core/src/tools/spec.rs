@@ -1,10 +1,15 @@
 //! The built-in tools' names, descriptions and argument types; the types generate
 //! the tools' JSON schemas.
 
+use std::any::TypeId;
+use std::sync::{Arc, Mutex};
+
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
-use crate::client::ToolSpec;
+use crate::client::{FunctionTool, ToolSpec};
+use crate::sync::lock;
 
 /// Arguments of `shell`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -134,8 +139,32 @@ pub(super) fn update_plan_parameters() -> serde_json::Value {
     })
 }
 
-/// A function tool whose parameters are the JSON Schema of `T`, inlined.
-pub(super) fn function_spec<T: JsonSchema>(name: &str, description: &str) -> ToolSpec {
+/// A function tool whose parameters are the JSON Schema of `T`, inlined. Each schema is
+/// generated once per process: every turn builds its registry, and generating the schemas
+/// (and a copy of them per session) was a visible part of a thousand concurrent sessions'
+/// CPU and memory.
+pub(super) fn function_spec<T: JsonSchema + 'static>(name: &str, description: &str) -> ToolSpec {
+    static SCHEMAS: Mutex<Vec<(TypeId, Arc<Value>)>> = Mutex::new(Vec::new());
+    let mut schemas = lock(&SCHEMAS);
+    let known = schemas
+        .iter()
+        .find(|(ty, _)| *ty == TypeId::of::<T>())
+        .map(|(_, schema)| Arc::clone(schema));
+    let parameters = known.unwrap_or_else(|| {
+        let schema = Arc::new(schema_of::<T>());
+        schemas.push((TypeId::of::<T>(), Arc::clone(&schema)));
+        schema
+    });
+    drop(schemas);
+    ToolSpec::Function(FunctionTool {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    })
+}
+
+/// The JSON Schema of `T` as a tool's parameters: inlined, without the root's metadata.
+fn schema_of<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft07().with(|s| {
         s.inline_subschemas = true;
     });
@@ -147,13 +176,12 @@ pub(super) fn function_spec<T: JsonSchema>(name: &str, description: &str) -> Too
         object.remove("description");
         object.remove("definitions");
     }
-    ToolSpec::function(name, description, parameters)
+    parameters
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::FunctionTool;
     use deputy_protocol::UpdatePlanArgs;
     use pretty_assertions::assert_eq;
     use serde_json::json;
@@ -163,6 +191,20 @@ mod tests {
             ToolSpec::Function(tool) => tool,
             other => panic!("not a function: {other:?}"),
         }
+    }
+
+    #[test]
+    fn every_turn_offers_the_schema_made_once_for_the_process() {
+        let first = function(function_spec::<ShellArgs>(names::SHELL, SHELL_DESCRIPTION));
+        let again = function(function_spec::<ShellArgs>(names::SHELL, SHELL_DESCRIPTION));
+        assert!(Arc::ptr_eq(&first.parameters, &again.parameters));
+        assert_eq!(*first.parameters, schema_of::<ShellArgs>());
+        let patch = function(function_spec::<ApplyPatchArgs>(
+            names::APPLY_PATCH,
+            "Applies a patch.",
+        ));
+        assert_ne!(*first.parameters, *patch.parameters);
+        assert_eq!(patch.description, "Applies a patch.");
     }
 
     #[test]

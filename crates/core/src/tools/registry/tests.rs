@@ -73,7 +73,9 @@ impl ToolHandler for Docs {
             tools: vec![FunctionTool {
                 name: "search".into(),
                 description: "Searches the documents.".into(),
-                parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+                parameters: Arc::new(
+                    json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+                ),
             }],
         })
     }
