@@ -7,10 +7,10 @@
 //! text names: it fails when the instructions name a tool that is not offered, or when an
 //! offered tool is never explained.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::client::{HostedTool, ToolSpec};
-use crate::sync::lock;
+use crate::sync::SharedByKey;
 use crate::tools::names;
 
 const INTRO: &str = include_str!("prompts/base/intro.md");
@@ -34,20 +34,15 @@ const FINISHING: &str = include_str!("prompts/base/finishing.md");
 /// thousand concurrent sessions each built and kept a copy of). The texts are the few
 /// combinations of sections the tool sets of this process need.
 pub(crate) fn for_tools(tools: &[ToolSpec]) -> Arc<str> {
-    static JOINED: Mutex<Vec<(Vec<&'static str>, Arc<str>)>> = Mutex::new(Vec::new());
-    let sections = sections_for(tools);
-    let mut joined = lock(&JOINED);
-    if let Some((_, text)) = joined.iter().find(|(known, _)| *known == sections) {
-        return Arc::clone(text);
-    }
-    let text: Arc<str> = sections
-        .iter()
-        .map(|section| section.trim_end())
-        .collect::<Vec<_>>()
-        .join("\n\n")
-        .into();
-    joined.push((sections, Arc::clone(&text)));
-    text
+    static JOINED: SharedByKey<Vec<&'static str>, str> = SharedByKey::new();
+    JOINED.get_or_make(sections_for(tools), |sections| {
+        sections
+            .iter()
+            .map(|section| section.trim_end())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+            .into()
+    })
 }
 
 /// The sections of the instructions for `tools`, in order.

@@ -1,7 +1,7 @@
 //! The engine's one way to take a `std::sync::Mutex`, and to run bounded work on the
 //! blocking pool.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinError;
@@ -11,6 +11,27 @@ use tokio::task::JoinError;
 /// cannot leave it half-changed.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Values made once per process and shared by key (instructions texts, tool schemas): a
+/// short list, since each cache holds a handful of keys at most.
+pub(crate) struct SharedByKey<K, V: ?Sized>(Mutex<Vec<(K, Arc<V>)>>);
+
+impl<K: PartialEq, V: ?Sized> SharedByKey<K, V> {
+    pub(crate) const fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    /// The value of `key`, made by `make` (under the lock, so once) the first time.
+    pub(crate) fn get_or_make(&self, key: K, make: impl FnOnce(&K) -> Arc<V>) -> Arc<V> {
+        let mut known = lock(&self.0);
+        if let Some((_, value)) = known.iter().find(|(known, _)| *known == key) {
+            return Arc::clone(value);
+        }
+        let value = make(&key);
+        known.push((key, Arc::clone(&value)));
+        value
+    }
 }
 
 /// Runs `work` on tokio's blocking pool once one of `places` is free, holding it until the

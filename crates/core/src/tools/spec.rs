@@ -2,14 +2,14 @@
 //! the tools' JSON schemas.
 
 use std::any::TypeId;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::client::{FunctionTool, ToolSpec};
-use crate::sync::lock;
+use crate::sync::SharedByKey;
 
 /// Arguments of `shell`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -144,18 +144,8 @@ pub(super) fn update_plan_parameters() -> serde_json::Value {
 /// (and a copy of them per session) was a visible part of a thousand concurrent sessions'
 /// CPU and memory.
 pub(super) fn function_spec<T: JsonSchema + 'static>(name: &str, description: &str) -> ToolSpec {
-    static SCHEMAS: Mutex<Vec<(TypeId, Arc<Value>)>> = Mutex::new(Vec::new());
-    let mut schemas = lock(&SCHEMAS);
-    let known = schemas
-        .iter()
-        .find(|(ty, _)| *ty == TypeId::of::<T>())
-        .map(|(_, schema)| Arc::clone(schema));
-    let parameters = known.unwrap_or_else(|| {
-        let schema = Arc::new(schema_of::<T>());
-        schemas.push((TypeId::of::<T>(), Arc::clone(&schema)));
-        schema
-    });
-    drop(schemas);
+    static SCHEMAS: SharedByKey<TypeId, Value> = SharedByKey::new();
+    let parameters = SCHEMAS.get_or_make(TypeId::of::<T>(), |_| Arc::new(schema_of::<T>()));
     ToolSpec::Function(FunctionTool {
         name: name.to_string(),
         description: description.to_string(),
