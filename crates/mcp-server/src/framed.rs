@@ -19,6 +19,7 @@ use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::compat::Compat;
 use crate::compat::frames::{Inbound, sort};
 
 /// How many messages may wait for rmcp to take them.
@@ -101,6 +102,15 @@ pub(crate) struct FramedTransport {
     output: OutputQueue,
 }
 
+impl FramedTransport {
+    /// This transport behind the MCP compatibility adapter, which may answer into its
+    /// output queue directly.
+    pub(crate) fn into_compat(self) -> Compat<Self> {
+        let output = self.output.clone();
+        Compat::with_output(self, output)
+    }
+}
+
 impl Transport<RoleServer> for FramedTransport {
     type Error = io::Error;
 
@@ -155,7 +165,6 @@ fn wire_text(message: &ServerJsonRpcMessage) -> serde_json::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Compat;
     use serde_json::{Value, json};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -171,7 +180,7 @@ mod tests {
         let transport = MessageTransport::lines(input, output, crate::LIMITS);
         let framed = start(transport, crate::LIMITS.max_message_bytes);
         (
-            Compat::new(framed.transport),
+            framed.transport.into_compat(),
             framed.input_closed,
             framed.output_done,
         )
@@ -266,6 +275,29 @@ mod tests {
         let (forwarded, _) = relay_all(feed).await;
         assert_eq!(forwarded.len(), 2, "{forwarded:?}");
         assert_eq!(forwarded[1]["id"], 0, "the reply to wire id 1 is rmcp's 0");
+    }
+
+    #[tokio::test]
+    async fn a_plain_tools_list_is_answered_without_rmcp() {
+        let meta = json!({"progressToken": 9});
+        let mut feed = initialize(1);
+        for request in [
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": "three", "method": "tools/list", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta}}),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        ] {
+            feed.push_str(&format!("{request}\n"));
+        }
+        let (forwarded, answers) = relay_all(feed).await;
+        let ids: Vec<&Value> = forwarded.iter().map(|m| &m["id"]).collect();
+        assert_eq!(ids, [&json!(1), &json!(4), &json!(5)], "{forwarded:?}");
+        let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [&json!(2), &json!("three")], "{answers:?}");
+        for answer in &answers {
+            let tools = answer["result"]["tools"].as_array().expect("a tool list");
+            assert_eq!(tools[0]["name"], "codex", "{answer}");
+        }
     }
 
     #[tokio::test]

@@ -40,8 +40,6 @@ use deputy_jsonrpc::transport::{Limits, MessageTransport};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::compat::Compat;
-
 pub use http::{HttpOptions, MCP_PATH, run_http_server};
 pub use server::DeputyServer;
 
@@ -114,7 +112,7 @@ pub async fn serve_connection(
     // The adapter lets only `ping`, discovery and what opens a session through
     // before the session exists, so the handshake fails only when the client leaves first.
     let served = tokio::select! {
-        served = server.serve(Compat::new(framed.transport)) => served,
+        served = server.serve(framed.transport.into_compat()) => served,
         () = closing.cancelled() => return Ok(()),
     };
     let running = match served {

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use deputy_core::config::{ConfigLayers, ConfigOverrides, json_to_toml};
 use deputy_protocol::{AskForApproval, InputItem, SandboxMode};
-use rmcp::model::Tool;
+use rmcp::model::{RequestId, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -342,6 +342,39 @@ fn catalogue() -> &'static Vec<Tool> {
             Vec::new()
         })
     })
+}
+
+/// The answer to a `tools/list` request with id `id`, byte for byte as rmcp writes it to a
+/// peer on a version with `initialize` (no `resultType`), built from the file's text:
+/// the definitions are not parsed, copied and serialized again, which was most of the
+/// work of a cold start's first `tools/list`.
+pub(crate) fn list_answer(id: &RequestId) -> String {
+    static TOOLS: OnceLock<String> = OnceLock::new();
+    let tools = TOOLS.get_or_init(|| compact(TOOLS_JSON));
+    // A request id is a string or an integer: it always serializes.
+    let id = serde_json::to_string(id).unwrap_or_default();
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":{tools}}}}}"#)
+}
+
+/// `json` without the whitespace between its tokens, as serde_json writes it compactly.
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The served tool definitions (see [`tools`]).

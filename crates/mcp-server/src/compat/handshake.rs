@@ -80,6 +80,26 @@ impl Handshake {
             }
         }
     }
+
+    /// The id of `message` when it is a `tools/list` whose answer is the catalogue as it
+    /// stands: the session was opened with `initialize` (so the negotiated version is one
+    /// that has it) and the request names no protocol context of its own, so rmcp would
+    /// answer with every tool and no `resultType`.
+    pub(crate) fn plain_tools_list<'a>(
+        &self,
+        message: &'a ClientJsonRpcMessage,
+    ) -> Option<&'a RequestId> {
+        match message {
+            JsonRpcMessage::Request(request)
+                if self.opened == Some(Opened::Initialize)
+                    && matches!(request.request, ClientRequest::ListToolsRequest(_))
+                    && request.request.get_meta().is_empty() =>
+            {
+                Some(&request.id)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Whether `request` carries the per-request context that opens a session without

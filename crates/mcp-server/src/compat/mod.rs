@@ -6,15 +6,20 @@
 //!   wherever raw messages arrive (stdio lines, WebSocket frames, HTTP bodies).
 //! - [`Compat`]: wraps any rmcp transport (the framed one of stdio, or a Streamable
 //!   HTTP session's) to hold the client to the lifecycle (`handshake`) and number the
-//!   server's own requests from 1 on the wire (`request_ids`).
+//!   server's own requests from 1 on the wire (`request_ids`). Where the transport's output
+//!   queue takes text ([`Compat::with_output`]), a plain `tools/list` is answered here with the
+//!   catalogue's prebuilt text instead of rmcp parsing, copying and serializing it.
 
 pub(crate) mod frames;
 mod handshake;
 mod request_ids;
 
+use deputy_jsonrpc::OutputQueue;
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
+
+use crate::tool_catalogue;
 
 use handshake::{Admission, Handshake};
 
@@ -22,6 +27,8 @@ use handshake::{Admission, Handshake};
 pub(crate) struct Compat<T> {
     inner: T,
     handshake: Handshake,
+    /// The queue `inner` writes to, where answers can go as text past rmcp.
+    output: Option<OutputQueue>,
 }
 
 impl<T> Compat<T> {
@@ -30,6 +37,16 @@ impl<T> Compat<T> {
         Self {
             inner,
             handshake: Handshake::default(),
+            output: None,
+        }
+    }
+
+    /// Wraps `inner`, which writes its messages as text to `output`: a plain `tools/list`
+    /// is answered there with the catalogue's prebuilt text.
+    pub(crate) fn with_output(inner: T, output: OutputQueue) -> Self {
+        Self {
+            output: Some(output),
+            ..Self::new(inner)
         }
     }
 }
@@ -62,9 +79,17 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Compat<T> {
                 }
                 Admission::Drop => continue,
             }
-            if let Some(message) = request_ids::incoming(message) {
-                return Some(message);
+            let Some(message) = request_ids::incoming(message) else {
+                continue;
+            };
+            if let Some(output) = &self.output
+                && let Some(id) = self.handshake.plain_tools_list(&message)
+            {
+                // A closed output ends the session elsewhere; nothing more to do here.
+                let _ = output.send(tool_catalogue::list_answer(id)).await;
+                continue;
             }
+            return Some(message);
         }
     }
 

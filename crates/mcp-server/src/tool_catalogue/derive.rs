@@ -215,6 +215,36 @@ fn tools_json_is_what_the_types_derive() {
     );
 }
 
+/// The prebuilt `tools/list` answer is the text rmcp writes for the same tools and id:
+/// byte for byte where serde_json keeps the order of object keys (as the `deputy` binary
+/// is built), the same JSON where it sorts them.
+#[test]
+fn the_prebuilt_tools_list_answer_is_what_rmcp_writes() {
+    use rmcp::model::{ListToolsResult, RequestId, ServerJsonRpcMessage, ServerResult};
+    let unordered = r#"{"b":0,"a":0}"#;
+    let keeps_order = serde_json::from_str::<serde_json::Value>(unordered)
+        .expect("JSON")
+        .to_string()
+        .as_str()
+        == unordered;
+    for id in [
+        RequestId::Number(7),
+        RequestId::Number(i64::MIN),
+        RequestId::String("a \"quoted\" é\n".into()),
+    ] {
+        let mut result = ServerResult::ListToolsResult(ListToolsResult::with_all_items(tools()));
+        result.strip_result_type_for_legacy_peer();
+        let rmcps = serde_json::to_string(&ServerJsonRpcMessage::response(result, id.clone()))
+            .expect("the answer serializes");
+        let ours = list_answer(&id);
+        let as_json = |text: &str| serde_json::from_str::<serde_json::Value>(text).expect("JSON");
+        assert_eq!(as_json(&ours), as_json(&rmcps));
+        if keeps_order {
+            assert_eq!(ours, rmcps);
+        }
+    }
+}
+
 #[test]
 fn every_output_field_is_required() {
     let schema = review_output_schema();
