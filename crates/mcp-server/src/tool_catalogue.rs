@@ -349,32 +349,80 @@ fn catalogue() -> &'static Vec<Tool> {
 /// the definitions are not parsed, copied and serialized again, which was most of the
 /// work of a cold start's first `tools/list`.
 pub(crate) fn list_answer(id: &RequestId) -> String {
-    static TOOLS: OnceLock<String> = OnceLock::new();
-    let tools = TOOLS.get_or_init(|| compact(TOOLS_JSON));
     // A request id is a string or an integer: it always serializes.
     let id = serde_json::to_string(id).unwrap_or_default();
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":{tools}}}}}"#)
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":{COMPACT_TOOLS_JSON}}}}}"#)
 }
 
-/// `json` without the whitespace between its tokens, as serde_json writes it compactly.
-fn compact(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for c in json.chars() {
-        if in_string {
-            out.push(c);
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else if !c.is_ascii_whitespace() {
-            in_string = c == '"';
-            out.push(c);
+/// `tools.json` without the whitespace between its tokens, as serde_json writes it
+/// compactly; made by the compiler.
+const COMPACT_TOOLS_JSON: &str = {
+    const BYTES: &[u8] = TOOLS_JSON.as_bytes();
+    const COMPACT: [u8; compact_len(BYTES)] = compact(BYTES);
+    match std::str::from_utf8(&COMPACT) {
+        Ok(text) => text,
+        Err(_) => panic!("dropping ASCII whitespace left tools.json valid UTF-8"),
+    }
+};
+
+/// The length of `json` without the whitespace between its tokens.
+const fn compact_len(json: &[u8]) -> usize {
+    let mut scan = Scan::START;
+    let (mut len, mut i) = (0, 0);
+    while i < json.len() {
+        if scan.keeps(json[i]) {
+            len += 1;
         }
+        i += 1;
+    }
+    len
+}
+
+/// `json` without the whitespace between its tokens, `N` ([`compact_len`]) bytes of it.
+const fn compact<const N: usize>(json: &[u8]) -> [u8; N] {
+    let mut out = [0; N];
+    let mut scan = Scan::START;
+    let (mut len, mut i) = (0, 0);
+    while i < json.len() {
+        if scan.keeps(json[i]) {
+            out[len] = json[i];
+            len += 1;
+        }
+        i += 1;
     }
     out
+}
+
+/// Where a byte-by-byte reading of JSON text is: inside a string, after a backslash.
+struct Scan {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Scan {
+    const START: Self = Self {
+        in_string: false,
+        escaped: false,
+    };
+
+    /// Whether `byte`, the next one, is part of a token (whitespace between tokens is not).
+    const fn keeps(&mut self, byte: u8) -> bool {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if byte == b'\\' {
+                self.escaped = true;
+            } else if byte == b'"' {
+                self.in_string = false;
+            }
+            true
+        } else if byte.is_ascii_whitespace() {
+            false
+        } else {
+            self.in_string = byte == b'"';
+            true
+        }
+    }
 }
 
 /// The served tool definitions (see [`tools`]).
