@@ -4,8 +4,10 @@
 //!
 //! Each of [`CALLS`] sequential `codex` calls runs, with a `gpt-5-codex` model (which is
 //! offered unified exec): `exec_command` of `echo`, which exits within the call; then
-//! `exec_command` of `head -n1`, still running when its `yield_time_ms` ends; then
-//! `write_stdin` of one line, which `head` prints before it exits. A second server run
+//! `exec_command` of `head -n1` on a terminal (`tty`), still running when its
+//! `yield_time_ms` ends; then `write_stdin` of one line, which `head` prints before it
+//! exits. On a terminal because Codex gives a command without one no input at all (its
+//! `head` reads the end of input and exits at once), so that Codex can run this too. A second server run
 //! with the default model asks for the same `echo` through `shell_command`.
 
 use std::time::Duration;
@@ -55,7 +57,7 @@ impl Workload for UnifiedExec {
                 p50(&unified, 0),
             ),
             Sample::ms(
-                "write_stdin line to a running `head -n1` and back p50",
+                "write_stdin line to a running `head -n1` (tty) and back p50",
                 Goal::None,
                 p50(&unified, 2),
             ),
@@ -138,7 +140,7 @@ fn answer(request: &RecordedRequest, tools: Tools) -> MockResponse {
         (Tools::UnifiedExec, [first]) => expect(first, "hi").unwrap_or_else(|| {
             call(
                 "exec_command",
-                json!({"cmd": "head -n1", "yield_time_ms": START_YIELD_MS}),
+                json!({"cmd": "head -n1", "tty": true, "yield_time_ms": START_YIELD_MS}),
             )
         }),
         (Tools::UnifiedExec, [_, started]) => match session_of(started) {
