@@ -358,39 +358,33 @@ pub(crate) fn list_answer(id: &RequestId) -> String {
 /// compactly; made by the compiler.
 const COMPACT_TOOLS_JSON: &str = {
     const BYTES: &[u8] = TOOLS_JSON.as_bytes();
-    const COMPACT: [u8; compact_len(BYTES)] = compact(BYTES);
+    const LEN: usize = keep_tokens(BYTES, None);
+    const COMPACT: [u8; LEN] = {
+        let mut out = [0; LEN];
+        keep_tokens(BYTES, Some(&mut out));
+        out
+    };
     match std::str::from_utf8(&COMPACT) {
         Ok(text) => text,
         Err(_) => panic!("dropping ASCII whitespace left tools.json valid UTF-8"),
     }
 };
 
-/// The length of `json` without the whitespace between its tokens.
-const fn compact_len(json: &[u8]) -> usize {
+/// How many bytes of `json` are part of its tokens (all but the whitespace between them),
+/// copying them, in order, to the front of `out` when it is given.
+const fn keep_tokens(json: &[u8], mut out: Option<&mut [u8]>) -> usize {
     let mut scan = Scan::START;
     let (mut len, mut i) = (0, 0);
     while i < json.len() {
         if scan.keeps(json[i]) {
+            if let Some(out) = &mut out {
+                out[len] = json[i];
+            }
             len += 1;
         }
         i += 1;
     }
     len
-}
-
-/// `json` without the whitespace between its tokens, `N` ([`compact_len`]) bytes of it.
-const fn compact<const N: usize>(json: &[u8]) -> [u8; N] {
-    let mut out = [0; N];
-    let mut scan = Scan::START;
-    let (mut len, mut i) = (0, 0);
-    while i < json.len() {
-        if scan.keeps(json[i]) {
-            out[len] = json[i];
-            len += 1;
-        }
-        i += 1;
-    }
-    out
 }
 
 /// Where a byte-by-byte reading of JSON text is: inside a string, after a backslash.
