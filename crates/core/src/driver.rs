@@ -447,7 +447,9 @@ async fn drive<A: Approver, O: TurnObserver>(
                     Some(_) => TurnOutcome::from_end(&event.msg),
                     None => None,
                 };
-                router.pass(&event, observer.deliver(&event)).await;
+                // Boxed, here and below: what delivering and ticking hold lives only while
+                // they run, instead of enlarging the future every waiting turn is kept in.
+                Box::pin(router.pass(&event, observer.deliver(&event))).await;
                 if let Some(outcome) = outcome {
                     return Ok(DrivenTurn { turn_id, outcome });
                 }
@@ -456,7 +458,7 @@ async fn drive<A: Approver, O: TurnObserver>(
                 interrupted = true;
                 let _ = thread.interrupt(&turn_id);
             }
-            () = observer.wake() => observer.tick().await,
+            () = observer.wake() => Box::pin(observer.tick()).await,
         }
     }
 }
@@ -500,13 +502,14 @@ pub async fn follow_thread<A: Approver, O: TurnObserver>(
         tokio::select! {
             biased;
             () = stop.cancelled() => return FollowEnd::Stopped,
-            () = observer.wake() => observer.tick().await,
+            // Boxed as in `drive`.
+            () = observer.wake() => Box::pin(observer.tick()).await,
             next = events.next() => {
                 let Some(event) = next else {
                     router.settle_all().await;
                     return FollowEnd::ThreadStopped;
                 };
-                router.pass(&event, observer.deliver(&event)).await;
+                Box::pin(router.pass(&event, observer.deliver(&event))).await;
             }
         }
     }

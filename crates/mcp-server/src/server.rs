@@ -7,10 +7,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use deputy_core::config::ConfigLayers;
-use deputy_core::{ThreadError, ThreadManager};
+use deputy_core::{Thread, ThreadError, ThreadManager};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -92,34 +93,37 @@ impl DeputyServer {
     }
 
     async fn call_codex(&self, call: &CallContext, args: serde_json::Value) -> CallToolResponse {
-        let params: CodexToolCallParam = match serde_json::from_value(args) {
-            Ok(params) => params,
-            Err(err) => {
-                return tool_result(None, format!("Invalid arguments for `codex`: {err}"), true)
-                    .into();
-            }
-        };
+        // Boxed: starting holds far more than the turn that follows does.
+        match Box::pin(self.start_codex_thread(args)).await {
+            // From the start of the log: `session_configured` and any configuration warnings.
+            Ok((thread, prompt)) => run_turn(call, &thread, prompt, Some(0)).await,
+            Err(refused) => refused.into(),
+        }
+    }
+
+    /// The thread a `codex` call with `args` starts, and its prompt; or the call's result
+    /// when the arguments, the configuration or the start fail.
+    async fn start_codex_thread(
+        &self,
+        args: serde_json::Value,
+    ) -> Result<(Arc<Thread>, String), CallToolResult> {
+        let params: CodexToolCallParam = serde_json::from_value(args).map_err(|err| {
+            tool_result(None, format!("Invalid arguments for `codex`: {err}"), true)
+        })?;
         let mut layers = (*self.layers).clone();
         params.apply_to(&mut layers);
-        let config = match layers.load() {
-            Ok(config) => config,
-            Err(err) => {
-                return tool_result(None, format!("Failed to load configuration: {err}"), true)
-                    .into();
-            }
-        };
+        let config = layers.load().map_err(|err| {
+            tool_result(None, format!("Failed to load configuration: {err}"), true)
+        })?;
         // Refused before a session exists, in the words `deputy exec` uses.
-        if let Err(err) = config.check_api_key() {
-            return tool_result(None, err.to_string(), true).into();
-        }
-        let thread = match self.manager.start(config).await {
-            Ok(thread) => thread,
-            Err(err) => {
-                return tool_result(None, format!("Failed to start session: {err}"), true).into();
-            }
-        };
-        // From the start of the log: `session_configured` and any configuration warnings.
-        run_turn(call, &thread, params.prompt, Some(0)).await
+        config
+            .check_api_key()
+            .map_err(|err| tool_result(None, err.to_string(), true))?;
+        let thread =
+            self.manager.start(config).await.map_err(|err| {
+                tool_result(None, format!("Failed to start session: {err}"), true)
+            })?;
+        Ok((thread, params.prompt))
     }
 
     async fn call_codex_reply(
@@ -278,21 +282,32 @@ impl ServerHandler for DeputyServer {
                     None,
                 ));
             };
-            return mrtr.resume(&call, sealed, request.input_responses).await;
+            return Box::pin(mrtr.resume(&call, sealed, request.input_responses)).await;
         }
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        // Each tool's future is boxed: a call running for minutes then holds its own tool's
+        // state, not room for the largest of them (rmcp keeps every call in a task).
         let result: CallToolResponse = match request.name.as_ref() {
-            CODEX_TOOL => self.call_codex(&call, args).await,
-            CODEX_REPLY_TOOL => self.call_codex_reply(&call, args).await,
-            REVIEW_TOOL => review_tool::call_review(&self.manager, &self.layers, &call, args)
+            CODEX_TOOL => Box::pin(self.call_codex(&call, args)).await,
+            CODEX_REPLY_TOOL => Box::pin(self.call_codex_reply(&call, args)).await,
+            REVIEW_TOOL => Box::pin(review_tool::call_review(
+                &self.manager,
+                &self.layers,
+                &call,
+                args,
+            ))
+            .await
+            .into(),
+            CONVERSATION_CREATE_TOOL => Box::pin(self.conversations.create(&call, args))
                 .await
                 .into(),
-            CONVERSATION_CREATE_TOOL => self.conversations.create(&call, args).await.into(),
             CONVERSATION_SEND_MESSAGE_TOOL => {
-                self.conversations.send_message(&call, args).await.into()
+                Box::pin(self.conversations.send_message(&call, args))
+                    .await
+                    .into()
             }
-            CONVERSATION_STREAM_TOOL => self.conversations.stream(&call, args).await,
-            CONVERSATIONS_LIST_TOOL => self.conversations.list(args).await.into(),
+            CONVERSATION_STREAM_TOOL => Box::pin(self.conversations.stream(&call, args)).await,
+            CONVERSATIONS_LIST_TOOL => Box::pin(self.conversations.list(args)).await.into(),
             other if self.unknown_tool_is_protocol_error => {
                 return Err(McpError::invalid_params(
                     format!("Unknown tool '{other}'"),
@@ -314,5 +329,106 @@ impl ServerHandler for DeputyServer {
         if let Some(request_id) = &notification.request_id {
             self.conversations.cancelled(request_id);
         }
+    }
+}
+
+#[cfg(test)]
+mod future_sizes {
+    //! rmcp runs each `tools/call` in a task of its own that lives as long as the call: a
+    //! `codex` call waiting minutes for its turn keeps its future's size that long, once
+    //! per call in flight. Each container here must stay smaller than what it boxes.
+
+    use std::mem::size_of;
+
+    use deputy_core::driver::{TurnObserver, TurnRequest, drive_turn};
+    use deputy_core::{Thread, ThreadManager};
+    use deputy_protocol::ThreadEvent;
+    use rmcp::model::CallToolRequestParams;
+
+    use super::*;
+    use crate::mrtr::MrtrCall;
+    use crate::turn_runner::{CallContext, ElicitationApprover, McpTurn};
+
+    /// The size of the future `f` returns, from its type alone.
+    fn output_size<Args, F: FutureFn<Args>>(_: &F) -> usize {
+        size_of::<F::Output>()
+    }
+
+    trait FutureFn<Args> {
+        type Output;
+    }
+
+    macro_rules! future_fn {
+        ($($arg:ident),*) => {
+            impl<F, Fut, $($arg),*> FutureFn<($($arg,)*)> for F
+            where
+                F: Fn($($arg),*) -> Fut,
+            {
+                type Output = Fut;
+            }
+        };
+    }
+    future_fn!(A);
+    future_fn!(A, B);
+    future_fn!(A, B, C);
+    future_fn!(A, B, C, D);
+    future_fn!(A, B, C, D, E);
+
+    #[test]
+    fn a_running_call_holds_its_tool_s_future_boxed() {
+        let call_tool = output_size::<
+            (
+                &DeputyServer,
+                CallToolRequestParams,
+                RequestContext<RoleServer>,
+            ),
+            _,
+        >(&<DeputyServer as ServerHandler>::call_tool);
+        let call_codex = output_size::<(&DeputyServer, &CallContext, serde_json::Value), _>(
+            &DeputyServer::call_codex,
+        );
+        let start =
+            output_size::<(&ThreadManager, deputy_core::config::Config), _>(&ThreadManager::start);
+        let run_turn =
+            output_size::<(&CallContext, &Arc<Thread>, String, Option<u64>), _>(&run_turn);
+        let mrtr_start = output_size::<
+            (&MrtrCall, &CallContext, &Arc<Thread>, String, Option<u64>),
+            _,
+        >(&MrtrCall::start);
+        assert!(
+            call_tool < call_codex,
+            "call_tool {call_tool} B holds call_codex {call_codex} B"
+        );
+        assert!(
+            call_codex < start,
+            "call_codex {call_codex} B holds a thread's start {start} B"
+        );
+        assert!(
+            run_turn < mrtr_start,
+            "run_turn {run_turn} B holds mrtr's {mrtr_start} B"
+        );
+    }
+
+    #[test]
+    fn a_waiting_turn_holds_no_delivery() {
+        let drive = output_size::<
+            (
+                &Arc<Thread>,
+                TurnRequest,
+                Arc<ElicitationApprover>,
+                &mut McpTurn<'_>,
+                &CancellationToken,
+            ),
+            _,
+        >(&drive_turn::<ElicitationApprover, McpTurn<'_>>);
+        let deliver = output_size::<(&mut McpTurn<'_>, &ThreadEvent), _>(
+            &<McpTurn<'_> as TurnObserver>::deliver,
+        );
+        let tick = output_size::<(&mut McpTurn<'_>,), _>(&<McpTurn<'_> as TurnObserver>::tick);
+        assert!(
+            drive < deliver,
+            "drive_turn {drive} B holds a delivery {deliver} B"
+        );
+        assert!(drive < tick, "drive_turn {drive} B holds a tick {tick} B");
     }
 }

@@ -143,7 +143,8 @@ pub(crate) async fn run_turn(
     replay_after: Option<u64>,
 ) -> CallToolResponse {
     if let Some(mrtr) = &call.mrtr {
-        return match mrtr.start(call, thread, prompt, replay_after).await {
+        // Boxed: the round-trip path's state would otherwise be part of every call's.
+        return match Box::pin(mrtr.start(call, thread, prompt, replay_after)).await {
             Ok(response) => response,
             Err(err) => tool_result(Some(thread.id()), err.message.into_owned(), true).into(),
         };
