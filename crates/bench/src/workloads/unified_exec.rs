@@ -7,8 +7,9 @@
 //! `exec_command` of `head -n1` on a terminal (`tty`), still running when its
 //! `yield_time_ms` ends; then `write_stdin` of one line, which `head` prints before it
 //! exits. On a terminal because Codex gives a command without one no input at all (its
-//! `head` reads the end of input and exits at once), so that Codex can run this too. A second server run
-//! with the default model asks for the same `echo` through `shell_command`.
+//! `head` reads the end of input and exits at once), so that Codex can run this too. A
+//! second server run with the default model asks for the same `echo` through
+//! `shell_command`.
 
 use std::time::Duration;
 
