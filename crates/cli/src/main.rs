@@ -299,7 +299,7 @@ fn parse_kebab<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String>
 /// std's start-up finds the main thread's stack by reading and parsing /proc/self/maps, to
 /// report a stack overflow by name: a tenth of a millisecond of every start, paid by the
 /// server and, through the sandbox launcher, by every command (`deputy-bench`: cold start
-/// and launcher). The rest of std's start-up is [`process_start::as_std_would`]; a panic ends
+/// and launcher). The rest of std's start-up is [`deputy_sandbox::process_start::as_std_would`]; a panic ends
 /// the process with status 101, and `exit` flushes stdout. Arguments come from glibc as they
 /// do for std. A stack overflow is still a crash, with SIGSEGV instead of a message.
 #[cfg_attr(not(test), unsafe(no_mangle))]
@@ -308,7 +308,7 @@ fn parse_kebab<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String>
     allow(dead_code, reason = "the test harness has its own entry point")
 )]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    process_start::as_std_would();
+    deputy_sandbox::process_start::as_std_would();
     let code = std::panic::catch_unwind(deputy_main).unwrap_or(101);
     std::process::exit(code)
 }
@@ -641,9 +641,12 @@ fn overrides(flags: ExecFlags) -> anyhow::Result<ConfigOverrides> {
     })
 }
 
-/// deputy re-executes itself to confine commands.
-fn launcher() -> Option<PathBuf> {
-    std::env::current_exe().ok()
+/// The program that supervises and confines each command: the stand-alone launcher beside
+/// this binary, else this binary re-executed.
+pub(crate) fn launcher() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .map(|exe| deputy_sandbox::launcher_for(&exe))
 }
 
 /// The MCP server's runtime: one thread. Its work is mostly relaying messages and waiting

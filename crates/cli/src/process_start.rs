@@ -1,32 +1,6 @@
 //! What the process sets up before anything else runs, the binary having its own C `main`
-//! (see `main.rs`).
-
-/// What std's start-up does, but for finding the main thread's stack: closed standard
-/// descriptors are opened on /dev/null (so that no file opened later becomes stdout), and
-/// SIGPIPE is ignored (a closed pipe is an error, not death; commands get it back by
-/// default). Must run before any other thread exists.
-pub(crate) fn as_std_would() {
-    open_closed_standard_descriptors();
-    // SAFETY: no other thread exists yet; ignoring a signal installs no handler code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
-}
-
-/// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed; aborts if it cannot.
-fn open_closed_standard_descriptors() {
-    for fd in 0..3 {
-        // SAFETY: F_GETFD only reads the descriptor's flags.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
-            // SAFETY: a static NUL-terminated path; the lowest free descriptor is `fd`,
-            // since the ones below it are open.
-            let opened = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-            if opened != fd {
-                std::process::abort();
-            }
-        }
-    }
-}
+//! (see `main.rs`), beyond what std's start-up would
+//! (`deputy_sandbox::process_start::as_std_would`).
 
 /// Makes every allocation above 128 KiB a mapping of its own, returned to the kernel when
 /// freed. glibc starts there but raises the threshold as large blocks are freed, after

@@ -60,7 +60,7 @@ pub fn run_sandbox_command(request: SandboxRequest) -> anyhow::Result<i32> {
         policy = policy.with_private_tmp(Some(tmp.path().to_path_buf()));
         private_tmp = Some(tmp);
     }
-    let launcher = std::env::current_exe().context("cannot locate the deputy executable")?;
+    let launcher = crate::launcher().context("cannot locate the deputy executable")?;
     let wrapped = wrap_command(&launcher, &policy, &cwd, &request.argv);
     let (program, args) = wrapped
         .split_first()

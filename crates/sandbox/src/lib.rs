@@ -2,9 +2,10 @@
 //! Landlock for files, seccomp for sockets and terminals, namespaces for processes and mounts.
 //!
 //! The crate knows nothing of who asks: given a [`SandboxPolicy`], a working directory and an
-//! argv, [`wrap_command`] returns the argv that runs the command. That argv re-executes the
-//! calling binary through the hidden [`LAUNCHER_SUBCOMMAND`], whose `main` hands control to
-//! [`launcher_main`] before starting any thread. The launcher, a fresh single-threaded
+//! argv, [`wrap_command`] returns the argv that runs the command through the launcher: deputy's
+//! stand-alone launcher beside it ([`LAUNCHER_BINARY`], see [`launcher_for`]), else the calling
+//! binary re-executed through the hidden [`LAUNCHER_SUBCOMMAND`]. Either `main` hands control
+//! to [`launcher_main`] before starting any thread. The launcher, a fresh single-threaded
 //! process, dies with its parent, runs the command in a session of its own, and makes sure
 //! nothing the command started outlives it. In the confined modes it also gives the command
 //! its own mount and PID namespaces where the kernel allows (a private `/tmp`, a read-only
@@ -18,13 +19,15 @@ mod launch_args;
 mod linux;
 mod policy;
 mod private_tmp;
+pub mod process_start;
 mod support;
 
 use std::ffi::OsString;
 
 pub use denial::{SANDBOX_UNAVAILABLE_EXIT_CODE, looks_like_sandbox_denial};
 pub use launch_args::{
-    LAUNCHER_SUBCOMMAND, LaunchArgsError, LaunchRequest, parse_launch_args, wrap_command,
+    LAUNCHER_BINARY, LAUNCHER_SUBCOMMAND, LaunchArgsError, LaunchRequest, launcher_for,
+    parse_launch_args, wrap_command,
 };
 pub use policy::{SandboxMode, SandboxPolicy, TmpRoots};
 pub use private_tmp::{PrivateTmp, PrivateTmpError};
@@ -88,10 +91,33 @@ pub fn launcher_main(args: impl Iterator<Item = OsString>) -> ! {
     #[cfg(not(target_os = "linux"))]
     {
         drop(args);
-        eprintln!(
-            "deputy sandbox: {}",
-            SandboxUnavailable::UnsupportedPlatform
-        );
+        refuse(&SandboxUnavailable::UnsupportedPlatform)
+    }
+}
+
+/// The stand-alone launcher's `main` ([`LAUNCHER_BINARY`]): [`launcher_main`] for the
+/// arguments after [`LAUNCHER_SUBCOMMAND`], which [`wrap_command`] puts first. Run any other
+/// way it refuses, running nothing.
+pub fn standalone_launcher_main() -> ! {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(LAUNCHER_SUBCOMMAND)) {
+        refuse(&format_args!(
+            "{LAUNCHER_BINARY} runs commands for deputy, which starts it with \
+             {LAUNCHER_SUBCOMMAND} and the command's policy; it is not run by hand"
+        ));
+    }
+    launcher_main(args)
+}
+
+/// Prints `deputy sandbox: <reason>` and exits with [`SANDBOX_UNAVAILABLE_EXIT_CODE`].
+fn refuse(reason: &dyn std::fmt::Display) -> ! {
+    #[cfg(target_os = "linux")]
+    {
+        linux::refuse(reason)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        eprintln!("deputy sandbox: {reason}");
         std::process::exit(SANDBOX_UNAVAILABLE_EXIT_CODE)
     }
 }

@@ -1,9 +1,11 @@
-//! The per-command supervisor on its own: what re-executing deputy adds to every command.
+//! The per-command supervisor on its own: what the launcher adds to every command.
 //!
-//! deputy runs each command as `deputy __sandbox-exec --mode … -- CMD`; this workload runs
-//! `/bin/true` that way in `danger-full-access` (the supervisor without confinement: its own
-//! session, orphans adopted and killed, death with its parent) and directly, alternating,
-//! and reports the difference of the medians. Codex has no such step.
+//! deputy runs each command as `LAUNCHER __sandbox-exec --mode … -- CMD`, the launcher being
+//! the stand-alone `deputy-sandbox-exec` beside the binary when there is one, else deputy
+//! itself (`deputy_sandbox::launcher_for`); this workload runs `/bin/true` through the same
+//! launcher in `danger-full-access` (the supervisor without confinement: its own session,
+//! orphans adopted and killed, death with its parent) and directly, alternating, and reports
+//! the difference of the medians. Codex has no such step.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -31,12 +33,14 @@ impl Workload for Launcher {
         }
         let cwd = std::env::temp_dir();
         let parent = std::process::id().to_string();
+        let launcher = deputy_sandbox::launcher_for(&target.path);
         let mut supervised = Vec::with_capacity(COMMANDS);
         let mut direct = Vec::with_capacity(COMMANDS);
         for _ in 0..COMMANDS {
-            let mut wrapped = Command::new(&target.path);
+            let mut wrapped = Command::new(&launcher);
             wrapped
-                .args(["__sandbox-exec", "--mode", "danger-full-access", "--cwd"])
+                .arg(deputy_sandbox::LAUNCHER_SUBCOMMAND)
+                .args(["--mode", "danger-full-access", "--cwd"])
                 .arg(&cwd)
                 .args(["--parent-pid", &parent, "--", TRUE]);
             supervised.push(time(&mut wrapped)?);

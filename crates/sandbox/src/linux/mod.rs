@@ -19,6 +19,7 @@ use std::ffi::OsString;
 
 pub use escaped::{OwnChild, OwnChildren, adopt_orphans, kill_escaped};
 pub use probe::{probe, probed};
+pub use supervisor::refuse;
 
 use crate::launch_args::parse_launch_args;
 

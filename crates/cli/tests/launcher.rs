@@ -1,0 +1,118 @@
+//! Which program launches commands: the stand-alone `deputy-sandbox-exec` built beside
+//! `deputy` when it is there, else `deputy` re-executed; and the stand-alone launcher run
+//! any other way than deputy runs it. Each test reads the launcher's executable from the
+//! command itself (`/proc/$PPID/exe`: the launcher is the command's parent).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
+
+#[path = "common/outside.rs"]
+mod outside;
+#[macro_use]
+#[path = "common/sandbox_cli.rs"]
+mod sandbox_cli;
+#[path = "common/sandbox_server.rs"]
+mod sandbox_server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sandbox_cli::{run, workspace};
+use sandbox_server::{Server, shell_command};
+use serde_json::json;
+
+const DEPUTY: &str = env!("CARGO_BIN_EXE_deputy");
+const STANDALONE: &str = env!("CARGO_BIN_EXE_deputy-sandbox-exec");
+/// Prints the executable of the command's parent, its launcher.
+const PARENT_EXE: &str = "readlink /proc/$PPID/exe";
+
+/// `deputy sandbox` through `deputy` at `exe`, running `script` in `mode`.
+fn sandbox_run(exe: &Path, mode: &str, cwd: &Path, script: &str) -> Output {
+    let mut command = Command::new(exe);
+    command
+        .args(["sandbox", "-s", mode, "-C"])
+        .arg(cwd)
+        .args(["--", "bash", "-c", script])
+        .env_remove("TMPDIR");
+    run(command)
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(output.status.success(), "failed: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+#[test]
+fn the_server_runs_commands_under_the_stand_alone_launcher_beside_it() {
+    let server = Server::start(json!({}));
+    let told = server.run(
+        "danger-full-access",
+        "never",
+        &[shell_command("launcher", PARENT_EXE)],
+    );
+    assert!(told[0].contains(STANDALONE), "{told:?}");
+}
+
+#[test]
+fn deputy_sandbox_uses_the_stand_alone_launcher_beside_it() {
+    let (_ws, ws) = workspace();
+    let output = sandbox_run(Path::new(DEPUTY), "danger-full-access", &ws, PARENT_EXE);
+    assert_eq!(stdout(&output), STANDALONE);
+}
+
+/// `deputy` alone in a directory of its own (a hard link, or a copy where links fail).
+fn deputy_alone() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let alone = dir.path().join("deputy");
+    if std::fs::hard_link(DEPUTY, &alone).is_err() {
+        std::fs::copy(DEPUTY, &alone).expect("copy deputy");
+    }
+    (dir, alone)
+}
+
+#[test]
+fn without_the_stand_alone_launcher_deputy_re_executes_itself() {
+    let (_dir, alone) = deputy_alone();
+    let (_ws, ws) = workspace();
+    let output = sandbox_run(&alone, "danger-full-access", &ws, PARENT_EXE);
+    assert_eq!(PathBuf::from(stdout(&output)), alone);
+}
+
+#[test]
+fn without_the_stand_alone_launcher_commands_are_still_confined() {
+    require_sandbox!();
+    let (_dir, alone) = deputy_alone();
+    let (_ws, ws) = workspace();
+    let outside = outside::outside_dir();
+    let target = outside.path().join("escaped.txt");
+    let script = format!("echo x > {}; echo ran", target.display());
+    let output = sandbox_run(&alone, "workspace-write", &ws, &script);
+    assert_eq!(stdout(&output), "ran");
+    assert!(!target.exists(), "the command wrote outside its workspace");
+}
+
+#[test]
+fn the_stand_alone_launcher_run_by_hand_refuses_and_runs_nothing() {
+    let (_ws, ws) = workspace();
+    let marker = ws.join("ran");
+    let touch = format!("touch {}", marker.display());
+    // Without the subcommand deputy puts first, and with a flag no launcher knows.
+    let calls: [&[&str]; 2] = [
+        &["--", "bash", "-c", &touch],
+        &["__sandbox-exec", "--unheard-of", "--", "bash", "-c", &touch],
+    ];
+    for args in calls {
+        let output = Command::new(STANDALONE).args(args).output().expect("run");
+        assert_eq!(
+            output.status.code(),
+            Some(deputy_sandbox::SANDBOX_UNAVAILABLE_EXIT_CODE),
+            "{args:?}: {output:?}"
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with("deputy sandbox: "), "{args:?}: {stderr}");
+        assert!(!marker.exists(), "{args:?} ran the command");
+    }
+}
