@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds target/release/deputy as a static-pie binary (glibc linked in).
+# Builds target/release/deputy and its launcher target/release/deputy-sandbox-exec as
+# static-pie binaries (glibc linked in). Both, always: deputy runs commands through the
+# launcher beside it, which must come from the same build.
 #
 # Only the final link differs from `cargo build --release`: without ld.so,
 # libc.so and libm.so mapped at start, `deputy mcp-server` starts in less
@@ -7,4 +9,6 @@
 # in README.md are for this build. Needs the static glibc (Debian: libc6-dev).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo rustc --release -p deputy-cli --bin deputy -- -C target-feature=+crt-static
+for bin in deputy deputy-sandbox-exec; do
+  cargo rustc --release -p deputy-cli --bin "$bin" -- -C target-feature=+crt-static
+done
