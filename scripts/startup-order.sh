@@ -25,10 +25,16 @@ cp "$root/target/release/deputy" "$work/bin/deputy"
 deputy="$work/bin/deputy"
 cargo build --release --locked -p deputy-bench
 
-# deputy-bench starts the binary it is given; this one runs deputy under callgrind.
+# deputy-bench starts the binary it is given; this one runs deputy under callgrind, only as
+# a server or a launcher: the bench's `--version` probe (clap) is not part of a start, and
+# in the list (profiles are read in file-name order, so by pid) it could come before one.
 cat >"$work/deputy" <<EOF
 #!/bin/sh
-exec valgrind -q --tool=callgrind --demangle=no --callgrind-out-file=$work/%q{PROFILE}.%p "$deputy" "\$@"
+case "\$1" in
+  mcp-server|__sandbox-exec)
+    exec valgrind -q --tool=callgrind --demangle=no --callgrind-out-file=$work/%q{PROFILE}.%p "$deputy" "\$@" ;;
+  *) exec "$deputy" "\$@" ;;
+esac
 EOF
 chmod +x "$work/deputy"
 

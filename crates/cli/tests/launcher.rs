@@ -94,6 +94,41 @@ fn without_the_stand_alone_launcher_commands_are_still_confined() {
     assert!(!target.exists(), "the command wrote outside its workspace");
 }
 
+/// The stand-alone launcher's argv as deputy gives it, naming `build`, running `script`.
+fn launch(build: &str, cwd: &Path, script: &str) -> Output {
+    Command::new(STANDALONE)
+        .args([deputy_sandbox::LAUNCHER_SUBCOMMAND, "--build", build])
+        .args(["--mode", "danger-full-access", "--cwd"])
+        .arg(cwd)
+        .args(["--parent-pid", &std::process::id().to_string()])
+        .args(["--", "bash", "-c", script])
+        .output()
+        .expect("run the launcher")
+}
+
+#[test]
+fn a_launcher_of_another_build_refuses_the_command() {
+    let (_ws, ws) = workspace();
+    let marker = ws.join("ran");
+    let touch = format!("touch {}", marker.display());
+    let output = launch("0123456789abcdef", &ws, &touch);
+    assert_eq!(
+        output.status.code(),
+        Some(deputy_sandbox::SANDBOX_UNAVAILABLE_EXIT_CODE),
+        "{output:?}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("build and install deputy"), "{stderr}");
+    assert!(
+        !marker.exists(),
+        "a launcher of another build ran the command"
+    );
+    // The same launch naming this build runs it.
+    let output = launch(deputy_sandbox::LAUNCHER_BUILD, &ws, &touch);
+    assert!(output.status.success(), "{output:?}");
+    assert!(marker.exists(), "the command did not run");
+}
+
 #[test]
 fn the_stand_alone_launcher_run_by_hand_refuses_and_runs_nothing() {
     let (_ws, ws) = workspace();

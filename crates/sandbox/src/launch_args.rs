@@ -1,8 +1,10 @@
 //! Which program launches commands, the argv that runs a command through it, and its
 //! parsing on the other side.
 //!
-//! Format: `LAUNCHER --mode MODE --cwd DIR --parent-pid PID [--writable-root DIR]...
+//! Format: `LAUNCHER [--build ID] --mode MODE --cwd DIR --parent-pid PID [--writable-root DIR]...
 //! [--network] [--allow-unix-sockets] [--private-tmp DIR] [--without-namespaces] -- CMD ARGS...`.
+//! [`wrap_command`] always gives `--build` ([`LAUNCHER_BUILD`]); a launcher whose own differs
+//! refuses, so a stand-alone launcher left from another build never runs a command.
 //! `--without-namespaces` is never produced by [`wrap_command`]: it forces the supervision
 //! used where the kernel has no namespaces, so that tests can exercise it anywhere.
 //! Paths travel as raw `OsString`s so non-UTF-8 names survive; every path must be absolute,
@@ -22,10 +24,14 @@ pub const LAUNCHER_SUBCOMMAND: &str = "__sandbox-exec";
 /// to every command (`deputy-bench`'s launcher workload: 1.10 → 0.78 ms).
 pub const LAUNCHER_BINARY: &str = "deputy-sandbox-exec";
 
+/// The identity of the launcher code in this build: a hash of `deputy-sandbox`'s sources, its
+/// manifest and the lockfile (`build.rs`). Binaries built from the same sources agree.
+pub const LAUNCHER_BUILD: &str = env!("DEPUTY_LAUNCHER_BUILD");
+
 /// The program that launches commands for the process whose executable is `exe`: the
 /// stand-alone launcher in the same directory when there is one, else `exe` itself
-/// (which must hand [`LAUNCHER_SUBCOMMAND`] to `launcher_main`). Both come from the same
-/// build; one from another build refuses arguments it does not know, running nothing.
+/// (which must hand [`LAUNCHER_SUBCOMMAND`] to `launcher_main`). A stand-alone launcher
+/// with other launcher code (another build) refuses every command: see [`LAUNCHER_BUILD`].
 pub fn launcher_for(exe: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let beside = exe.with_file_name(LAUNCHER_BINARY);
@@ -49,6 +55,8 @@ pub fn wrap_command(
     let mut wrapped: Vec<OsString> = vec![
         launcher_exe.into(),
         LAUNCHER_SUBCOMMAND.into(),
+        "--build".into(),
+        LAUNCHER_BUILD.into(),
         "--mode".into(),
         policy.mode.as_str().into(),
         "--cwd".into(),
@@ -104,6 +112,13 @@ pub enum LaunchArgsError {
     /// Nothing after `--`.
     #[error("no command to run")]
     NoCommand,
+    /// `--build` named other launcher code than this launcher's.
+    #[error(
+        "this launcher's code (build {LAUNCHER_BUILD}) is not that of the deputy that started it \
+         (build {0:?}): build and install deputy and {LAUNCHER_BINARY} together \
+         (`cargo build --release -p deputy-cli`, `cargo install --path crates/cli`)"
+    )]
+    OtherBuild(OsString),
 }
 
 /// What the launcher was asked to do: the policy, where to run, and the command.
@@ -144,6 +159,14 @@ pub fn parse_launch_args(
             Some("--network") => network = true,
             Some("--allow-unix-sockets") => unix_sockets = true,
             Some("--without-namespaces") => use_namespaces = false,
+            Some("--build") => {
+                let value = args
+                    .next()
+                    .ok_or(LaunchArgsError::MissingValue("--build"))?;
+                if value != LAUNCHER_BUILD {
+                    return Err(LaunchArgsError::OtherBuild(value));
+                }
+            }
             Some("--mode") => {
                 let value = args.next().ok_or(LaunchArgsError::MissingValue("--mode"))?;
                 let parsed = value.to_str().and_then(SandboxMode::parse);
@@ -279,6 +302,40 @@ mod tests {
             request.policy.writable_roots,
             vec![PathBuf::from("/proj"), PathBuf::from("/proj/out")]
         );
+    }
+
+    #[test]
+    fn the_launch_names_this_build_and_a_launcher_of_another_refuses_it() {
+        let policy = SandboxPolicy::read_only();
+        let wrapped = wrap_command(
+            Path::new("/bin/deputy"),
+            &policy,
+            Path::new("/"),
+            &["ls".to_string()],
+        );
+        assert_eq!(
+            wrapped[2..4],
+            ["--build", LAUNCHER_BUILD].map(OsString::from)
+        );
+        assert!(parse_launch_args(wrapped.iter().skip(2).cloned()).is_ok());
+        let mut other = wrapped;
+        other[3] = "0123456789abcdef".into();
+        assert_eq!(
+            parse_launch_args(other.into_iter().skip(2)),
+            Err(LaunchArgsError::OtherBuild("0123456789abcdef".into()))
+        );
+        // Run by hand (tests, the bench), without `--build`: checked as before.
+        let by_hand = [
+            "--mode",
+            "read-only",
+            "--cwd",
+            "/",
+            "--parent-pid",
+            "1",
+            "--",
+            "ls",
+        ];
+        assert!(parse_launch_args(by_hand.iter().map(OsString::from)).is_ok());
     }
 
     #[test]
