@@ -5,12 +5,16 @@
 //! relocate at each command than when deputy re-executes itself, which it still does when
 //! this file is missing.
 
-#![no_main]
+#![cfg_attr(not(test), no_main)]
 
 /// The process's entry point, called by the C runtime in place of std's, as in `deputy`:
 /// std's start-up reads /proc/self/maps, time every command would pay. A panic ends the
 /// process with status 101.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(test), unsafe(no_mangle))]
+#[cfg_attr(
+    test,
+    allow(dead_code, reason = "the test harness has its own entry point")
+)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     deputy_sandbox::process_start::as_std_would();
     let code = std::panic::catch_unwind(|| -> i32 { deputy_sandbox::standalone_launcher_main() })
