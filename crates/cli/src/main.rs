@@ -299,19 +299,16 @@ fn parse_kebab<T: serde::de::DeserializeOwned>(value: &str) -> Result<T, String>
 /// std's start-up finds the main thread's stack by reading and parsing /proc/self/maps, to
 /// report a stack overflow by name: a tenth of a millisecond of every start, paid by the
 /// server and, through the sandbox launcher, by every command (`deputy-bench`: cold start
-/// and launcher). The rest of std's start-up is
-/// [`deputy_sandbox::process_start::as_std_would`]; a panic ends the process with status 101,
-/// and `exit` flushes stdout. Arguments come from glibc as they do for std. A stack overflow
-/// is still a crash, with SIGSEGV instead of a message.
+/// and launcher). The rest of std's start-up, and a panic's status 101, are
+/// [`deputy_sandbox::process_start::run`]'s. Arguments come from glibc as they do for std. A
+/// stack overflow is still a crash, with SIGSEGV instead of a message.
 #[cfg_attr(not(test), unsafe(no_mangle))]
 #[cfg_attr(
     test,
     allow(dead_code, reason = "the test harness has its own entry point")
 )]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    deputy_sandbox::process_start::as_std_would();
-    let code = std::panic::catch_unwind(deputy_main).unwrap_or(101);
-    std::process::exit(code)
+    deputy_sandbox::process_start::run(deputy_main)
 }
 
 fn deputy_main() -> i32 {

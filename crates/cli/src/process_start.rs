@@ -1,6 +1,6 @@
 //! What the process sets up before anything else runs, the binary having its own C `main`
 //! (see `main.rs`), beyond what std's start-up would
-//! (`deputy_sandbox::process_start::as_std_would`).
+//! (`deputy_sandbox::process_start::run`).
 
 /// Makes every allocation above 128 KiB a mapping of its own, returned to the kernel when
 /// freed. glibc starts there but raises the threshold as large blocks are freed, after

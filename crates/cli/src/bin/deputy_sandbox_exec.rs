@@ -16,8 +16,5 @@
     allow(dead_code, reason = "the test harness has its own entry point")
 )]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    deputy_sandbox::process_start::as_std_would();
-    let code = std::panic::catch_unwind(|| -> i32 { deputy_sandbox::standalone_launcher_main() })
-        .unwrap_or(101);
-    std::process::exit(code)
+    deputy_sandbox::process_start::run(|| -> i32 { deputy_sandbox::standalone_launcher_main() })
 }
