@@ -640,11 +640,10 @@ fn overrides(flags: ExecFlags) -> anyhow::Result<ConfigOverrides> {
 }
 
 /// The program that supervises and confines each command: the stand-alone launcher beside
-/// this binary, else this binary re-executed.
+/// this binary, else this binary re-executed; held open from the first call on, so that no
+/// file put in their place later runs in their stead (`deputy_sandbox::own_launcher`).
 pub(crate) fn launcher() -> Option<PathBuf> {
-    std::env::current_exe()
-        .ok()
-        .map(|exe| deputy_sandbox::launcher_for(&exe))
+    deputy_sandbox::own_launcher()
 }
 
 /// The MCP server's runtime: one thread. Its work is mostly relaying messages and waiting

@@ -1,6 +1,7 @@
 //! Which program launches commands: the stand-alone `deputy-sandbox-exec` built beside
-//! `deputy` when it is there, else `deputy` re-executed; and the stand-alone launcher run
-//! any other way than deputy runs it. Each test reads the launcher's executable from the
+//! `deputy` when it is there, else `deputy` re-executed; the one deputy started with, even
+//! when a command puts another file in its place; and the stand-alone launcher run any other
+//! way than deputy runs it. Each test reads the launcher's executable from the
 //! command itself (`/proc/$PPID/exe`: the launcher is the command's parent).
 
 #![allow(
@@ -92,6 +93,81 @@ fn without_the_stand_alone_launcher_commands_are_still_confined() {
     let output = sandbox_run(&alone, "workspace-write", &ws, &script);
     assert_eq!(stdout(&output), "ran");
     assert!(!target.exists(), "the command wrote outside its workspace");
+}
+
+/// `files` (binaries) hard-linked, or copied where links fail, into `dir`.
+fn install(files: &[&str], dir: &Path) {
+    std::fs::create_dir_all(dir).expect("create the install directory");
+    for file in files {
+        let to = dir.join(Path::new(file).file_name().expect("a file name"));
+        if std::fs::hard_link(file, &to).is_err() {
+            std::fs::copy(file, &to).expect("copy a binary");
+        }
+    }
+}
+
+/// deputy installed (with `files`) in its own workspace, running workspace-write: a first
+/// command puts a program of its own in place of `replaced`, the binary that launches
+/// commands, the way a build or an attacker would; the next command must still start under
+/// the launcher deputy started with, confined.
+fn a_replaced_launcher_is_never_run(files: &[&str], replaced: &str) {
+    require_sandbox!();
+    let outside = outside::outside_dir();
+    let impostor_ran = outside.path().join("impostor-ran");
+    let escaped = outside.path().join("escaped");
+    let server = Server::start_from(json!({}), |ws| {
+        install(files, &ws.join("bin"));
+        ws.join("bin/deputy")
+    });
+    let target = server.ws.join("bin").join(replaced);
+    let replace = format!(
+        "printf '#!/bin/sh\\ntouch {}\\n' > impostor && chmod +x impostor && mv -f impostor {} && echo replaced",
+        impostor_ran.display(),
+        target.display()
+    );
+    let next = format!("echo x > {}; echo second", escaped.display());
+    let told = server.run(
+        "workspace-write",
+        "never",
+        &[
+            shell_command("replace", &replace),
+            shell_command("next", &next),
+        ],
+    );
+    assert!(told[0].contains("replaced"), "{told:?}");
+    let now = std::fs::read_to_string(&target).unwrap_or_default();
+    assert!(
+        now.starts_with("#!/bin/sh"),
+        "the launcher was not replaced: {told:?}"
+    );
+    assert!(told[1].contains("second"), "{told:?}");
+    assert!(
+        !impostor_ran.exists(),
+        "a command started under the replaced {replaced}"
+    );
+    assert!(!escaped.exists(), "the next command ran unconfined");
+}
+
+#[test]
+fn a_stand_alone_launcher_replaced_by_a_command_is_never_run() {
+    a_replaced_launcher_is_never_run(&[DEPUTY, STANDALONE], deputy_sandbox::LAUNCHER_BINARY);
+}
+
+#[test]
+fn a_deputy_replaced_by_a_command_is_never_run_as_launcher() {
+    a_replaced_launcher_is_never_run(&[DEPUTY], "deputy");
+}
+
+#[test]
+fn the_launcher_is_named_in_process_listings() {
+    let (_ws, ws) = workspace();
+    let output = sandbox_run(
+        Path::new(DEPUTY),
+        "danger-full-access",
+        &ws,
+        "cat /proc/$PPID/comm",
+    );
+    assert_eq!(stdout(&output), "deputy-sandbox");
 }
 
 /// The stand-alone launcher's argv as deputy gives it, naming `build`, running `script`.

@@ -33,12 +33,59 @@ pub const LAUNCHER_BUILD: &str = env!("DEPUTY_LAUNCHER_BUILD");
 /// (which must hand [`LAUNCHER_SUBCOMMAND`] to `launcher_main`). A stand-alone launcher
 /// with other launcher code (another build) refuses every command: see [`LAUNCHER_BUILD`].
 pub fn launcher_for(exe: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let beside = exe.with_file_name(LAUNCHER_BINARY);
     match std::fs::metadata(&beside) {
-        Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => beside,
+        Ok(meta) if is_executable_file(&meta) => beside,
         _ => exe.to_path_buf(),
     }
+}
+
+fn is_executable_file(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
+}
+
+/// The launcher of this process ([`launcher_for`] its own executable), opened once and held
+/// open for the life of the process, named by the path that executes exactly the file opened:
+/// `/proc/self/fd/N`, which resolves in the child that execs it (a child holds its parent's
+/// descriptors until its exec closes them). A file renamed over the launcher or over deputy
+/// afterwards — by a command allowed to write where deputy's binaries lie, or by a rebuild of
+/// deputy — is never what a command starts under: every command runs under the binaries
+/// deputy started with. `None` when this process's executable cannot be opened (no `/proc`):
+/// then nothing runs confined.
+pub fn own_launcher() -> Option<PathBuf> {
+    static PINNED: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    PINNED.get_or_init(|| pin_own_launcher().ok()).clone()
+}
+
+#[cfg(target_os = "linux")]
+fn pin_own_launcher() -> std::io::Result<PathBuf> {
+    use std::os::fd::{IntoRawFd, OwnedFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_PATH: held only to be executed, so a launcher without read permission still works.
+    let open = |path: &Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+            .open(path)
+    };
+    let own = std::env::current_exe()?;
+    let beside = open(&own.with_file_name(LAUNCHER_BINARY))
+        .ok()
+        .filter(|file| file.metadata().is_ok_and(|meta| is_executable_file(&meta)));
+    let file = match beside {
+        Some(file) => file,
+        // The file this process was started from, whatever its path names now.
+        None => open(Path::new("/proc/self/exe"))?,
+    };
+    // Never closed: commands start under it for as long as this process runs.
+    let fd = OwnedFd::from(file).into_raw_fd();
+    Ok(PathBuf::from(format!("/proc/self/fd/{fd}")))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_own_launcher() -> std::io::Result<PathBuf> {
+    Ok(launcher_for(&std::env::current_exe()?))
 }
 
 /// The argv that runs `argv` in `cwd` under `policy`, supervised by `launcher_exe` (see

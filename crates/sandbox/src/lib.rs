@@ -27,7 +27,7 @@ use std::ffi::OsString;
 pub use denial::{SANDBOX_UNAVAILABLE_EXIT_CODE, looks_like_sandbox_denial};
 pub use launch_args::{
     LAUNCHER_BINARY, LAUNCHER_BUILD, LAUNCHER_SUBCOMMAND, LaunchArgsError, LaunchRequest,
-    launcher_for, parse_launch_args, wrap_command,
+    launcher_for, own_launcher, parse_launch_args, wrap_command,
 };
 pub use policy::{SandboxMode, SandboxPolicy, TmpRoots};
 pub use private_tmp::{PrivateTmp, PrivateTmpError};

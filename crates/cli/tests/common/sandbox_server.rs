@@ -12,7 +12,7 @@
     reason = "each escape battery uses a different part of this module"
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -100,6 +100,13 @@ pub struct Server {
 impl Server {
     /// Starts the server; the client announces `capabilities`.
     pub fn start(capabilities: Value) -> Self {
+        Self::start_from(capabilities, |_| {
+            PathBuf::from(env!("CARGO_BIN_EXE_deputy"))
+        })
+    }
+
+    /// Starts the `deputy` that `install` returns, given the workspace (where it may put it).
+    pub fn start_from(capabilities: Value, install: impl FnOnce(&Path) -> PathBuf) -> Self {
         let base = outside_dir();
         let ws = base.path().join("ws");
         std::fs::create_dir(&ws).expect("create workspace");
@@ -107,7 +114,7 @@ impl Server {
         let user_home = outside_dir();
         let model = MockModelServer::start();
         let deputy_home = TestHome::new(&model.base_url());
-        let mut command = deputy_home.command(env!("CARGO_BIN_EXE_deputy"));
+        let mut command = deputy_home.command(install(&ws));
         command
             .arg("mcp-server")
             .env_remove("TMPDIR")

@@ -23,8 +23,14 @@ pub use supervisor::refuse;
 
 use crate::launch_args::parse_launch_args;
 
+/// The launcher's process name (`comm`, at most 15 bytes).
+const LAUNCHER_NAME: &std::ffi::CStr = c"deputy-sandbox";
+
 /// Entry point of the hidden launcher subcommand; see [`crate::launcher_main`].
 pub fn launcher_main(args: impl Iterator<Item = OsString>) -> ! {
+    // Started as `/proc/self/fd/N` (see `own_launcher`), the kernel would name it `N` in
+    // process listings; a name that says what it is instead. Only cosmetic, so unchecked.
+    let _ = nix::sys::prctl::set_name(LAUNCHER_NAME);
     match parse_launch_args(args) {
         Ok(request) => supervisor::run(request),
         Err(err) => supervisor::refuse(&err),
