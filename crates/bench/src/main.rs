@@ -56,7 +56,9 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(args) {
+    let outcome = run(args);
+    target::delete_finished_homes();
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(2),
         Err(err) => {

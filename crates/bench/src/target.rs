@@ -4,6 +4,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
 
 use anyhow::Context;
 use deputy_test_support::TestHome;
@@ -52,11 +53,38 @@ impl Target {
 }
 
 /// A temporary home (`DEPUTY_HOME` or `CODEX_HOME`) whose `config.toml` points at the mock
-/// model server, with a `workspace/` the server starts in. Deleted on drop.
+/// model server, with a `workspace/` the server starts in. Deleted when the bench ends
+/// ([`delete_finished_homes`]), not when its run does: see [`FINISHED`].
 #[derive(Debug)]
 pub struct Home {
-    dir: TempDir,
+    /// Always `Some` until dropped.
+    dir: Option<TempDir>,
     workspace: PathBuf,
+}
+
+/// The homes of finished runs. On a filesystem that creates files slowly right after many
+/// were deleted (ext4 without a journal passes over every inode freed in the last half
+/// minute when it picks one for a new file: after one 1,000-session run's files were
+/// deleted, the next run's 1,000 creations took 0.6 s of CPU instead of 15 ms), deleting a
+/// run's home at its end taxes the next run, whichever server it measures, with a cost of
+/// the bench's own making. So homes are kept until every run is over.
+static FINISHED: Mutex<Vec<TempDir>> = Mutex::new(Vec::new());
+
+/// Deletes the homes of the runs so far (call once every run is over).
+pub fn delete_finished_homes() {
+    let finished = std::mem::take(&mut *FINISHED.lock().unwrap_or_else(PoisonError::into_inner));
+    drop(finished);
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            FINISHED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(dir);
+        }
+    }
 }
 
 impl Home {
@@ -70,12 +98,15 @@ impl Home {
         fs::create_dir(&workspace).context("creating the workspace")?;
         fs::write(dir.path().join("config.toml"), config_text(mock_base_url))
             .context("writing config.toml")?;
-        Ok(Self { dir, workspace })
+        Ok(Self {
+            dir: Some(dir),
+            workspace,
+        })
     }
 
     /// The home directory.
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        self.dir.as_ref().map_or(Path::new(""), TempDir::path)
     }
 
     /// Where the server runs and its commands start.
@@ -98,11 +129,11 @@ impl Home {
             Kind::Codex => "CODEX_HOME",
         };
         cmd.env_remove("OPENAI_API_KEY")
-            .env(home_var, self.dir.path())
+            .env(home_var, self.path())
             // Login shells (`bash -lc`) read ~/.profile and ~/.bashrc; a developer's startup
             // files (pyenv, nvm…) can cost hundreds of milliseconds per command and would
             // drown what the servers themselves do.
-            .env("HOME", self.dir.path())
+            .env("HOME", self.path())
             // The same log level for both: logging is part of neither's hot path.
             .env("RUST_LOG", "warn")
             .current_dir(&self.workspace);
