@@ -61,9 +61,12 @@ pub(crate) fn base_prompt(
     }
 }
 
-/// The first request a new thread of `config` would send for `prompt`: its endpoint, its
-/// headers with every value that may be a secret replaced, and its body (nothing is sent).
-pub async fn first_request(config: &Config, prompt: &str) -> Result<Value, ModelError> {
+/// The client and the prompt of the first request a new thread of `config` would send for
+/// `prompt` (built-in tools, instructions, initial context, project docs, the prompt).
+pub async fn first_prompt(
+    config: &Config,
+    prompt: &str,
+) -> Result<(ModelClient, Prompt), ModelError> {
     let family = ModelFamily::for_config(config);
     let tools = ToolRegistry::for_turn(&family, &ThreadTools::default()).specs();
     let thread_id = uuid::Uuid::now_v7().to_string();
@@ -74,6 +77,13 @@ pub async fn first_request(config: &Config, prompt: &str) -> Result<Value, Model
     input.push(ResponseItem::user_text(prompt));
     request.input = input;
     let client = ModelClient::new(config.model_provider.clone(), config.model.clone())?;
+    Ok((client, request))
+}
+
+/// The first request a new thread of `config` would send for `prompt`: its endpoint, its
+/// headers with every value that may be a secret replaced, and its body (nothing is sent).
+pub async fn first_request(config: &Config, prompt: &str) -> Result<Value, ModelError> {
+    let (client, request) = first_prompt(config, prompt).await?;
     let (url, headers) = client.shown_request_head();
     let headers: serde_json::Map<String, Value> = headers
         .into_iter()

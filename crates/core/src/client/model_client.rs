@@ -81,6 +81,14 @@ impl ModelClient {
         }
     }
 
+    /// The bytes a request for `prompt` sends: [`ModelClient::request_body`], serialized.
+    pub fn request_bytes(&self, prompt: &Prompt) -> Bytes {
+        match self.provider.wire_api {
+            WireApi::Responses => Bytes::from(responses::request_bytes(&self.model, prompt)),
+            WireApi::Chat => Bytes::from(chat::request_body(&self.model, prompt).to_string()),
+        }
+    }
+
     /// Where requests go and the headers they carry, for showing them (nothing is sent):
     /// every header value but `accept` and `content-type`, every query value and any
     /// password in the URL are replaced, since any of them may hold a secret.
@@ -144,7 +152,7 @@ impl ModelClient {
         }
         // One buffer for every attempt, which reqwest holds by reference count: while many
         // sessions wait for a connection, each keeps its request once rather than twice.
-        let body = Bytes::from(self.request_body(prompt).to_string());
+        let body = self.request_bytes(prompt);
         let max_retries = self.provider.request_max_retries();
         let idle = self.provider.stream_idle_timeout();
 

@@ -1,8 +1,8 @@
 //! The OpenAI Responses wire format: request body and SSE events.
 
-use deputy_protocol::{ResponseItem, TokenUsage};
+use deputy_protocol::{ContentItem, ReasoningSummary, ResponseItem, TokenUsage};
 use eventsource_stream::Event;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::stream::{Decoded, parse_json};
@@ -10,54 +10,113 @@ use super::{
     ModelError, OUTPUT_SCHEMA_NAME, Prompt, ResponseEvent, ToolSpec, says_context_too_long,
 };
 
-/// The JSON body of a `POST /responses` request.
+/// The JSON body of a `POST /responses` request, as a value (for showing it).
 pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
-    let tools: Vec<Value> = prompt.tools.iter().map(ToolSpec::responses_json).collect();
-    let mut body = json!({
-        "model": model,
-        "instructions": prompt.instructions,
-        "input": input_items(&prompt.input),
-        "tools": tools,
-        "tool_choice": "auto",
-        "parallel_tool_calls": prompt.parallel_tool_calls,
-        "store": false,
-        "stream": true,
-    });
-    if prompt.reasoning_effort.is_some() || prompt.reasoning_summary.is_some() {
-        let mut reasoning = json!({});
-        if let Some(effort) = &prompt.reasoning_effort {
-            reasoning["effort"] = json!(effort);
+    // Plain data with string keys: converting cannot fail.
+    serde_json::to_value(Body::new(model, prompt)).unwrap_or_default()
+}
+
+/// The bytes of a `POST /responses` request's body: serialized straight from the prompt,
+/// without copying its instructions, history or tool schemas into a JSON value first.
+pub(super) fn request_bytes(model: &str, prompt: &Prompt) -> Vec<u8> {
+    // Plain data with string keys: serializing cannot fail.
+    serde_json::to_vec(&Body::new(model, prompt)).unwrap_or_default()
+}
+
+/// A request's body, borrowing everything from the prompt.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: Input<'a>,
+    tools: Tools<'a>,
+    tool_choice: &'static str,
+    parallel_tool_calls: bool,
+    store: bool,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include: Option<[&'static str; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "TextOptions::is_empty")]
+    text: TextOptions<'a>,
+}
+
+#[derive(Serialize)]
+struct Reasoning<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct TextOptions<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<SchemaFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verbosity: Option<&'a str>,
+}
+
+impl TextOptions<'_> {
+    fn is_empty(&self) -> bool {
+        self.format.is_none() && self.verbosity.is_none()
+    }
+}
+
+/// Strict structured output: the answer follows the turn's schema.
+#[derive(Serialize)]
+struct SchemaFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a str, prompt: &'a Prompt) -> Self {
+        let reasoning = (prompt.reasoning_effort.is_some() || prompt.reasoning_summary.is_some())
+            .then_some(Reasoning {
+                effort: prompt.reasoning_effort.as_deref(),
+                summary: prompt.reasoning_summary.as_deref(),
+            });
+        Self {
+            model,
+            instructions: &prompt.instructions,
+            input: Input(&prompt.input),
+            tools: Tools(&prompt.tools),
+            tool_choice: "auto",
+            parallel_tool_calls: prompt.parallel_tool_calls,
+            store: false,
+            stream: true,
+            reasoning,
+            include: prompt
+                .include_encrypted_reasoning
+                .then_some(["reasoning.encrypted_content"]),
+            prompt_cache_key: prompt.prompt_cache_key.as_deref(),
+            text: TextOptions {
+                format: prompt.output_schema.as_ref().map(|schema| SchemaFormat {
+                    kind: "json_schema",
+                    name: OUTPUT_SCHEMA_NAME,
+                    schema,
+                    strict: true,
+                }),
+                verbosity: prompt.verbosity.as_deref(),
+            },
         }
-        if let Some(summary) = &prompt.reasoning_summary {
-            reasoning["summary"] = json!(summary);
-        }
-        body["reasoning"] = reasoning;
     }
-    if prompt.include_encrypted_reasoning {
-        body["include"] = json!(["reasoning.encrypted_content"]);
+}
+
+/// The tools, as the Responses API lists them.
+struct Tools<'a>(&'a [ToolSpec]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(ToolSpec::responses_wire))
     }
-    if let Some(key) = &prompt.prompt_cache_key {
-        body["prompt_cache_key"] = json!(key);
-    }
-    let mut text = serde_json::Map::new();
-    if let Some(schema) = &prompt.output_schema {
-        text.insert(
-            "format".into(),
-            json!({
-                "type": "json_schema",
-                "name": OUTPUT_SCHEMA_NAME,
-                "schema": schema,
-                "strict": true,
-            }),
-        );
-    }
-    if let Some(verbosity) = &prompt.verbosity {
-        text.insert("verbosity".into(), json!(verbosity));
-    }
-    if !text.is_empty() {
-        body["text"] = Value::Object(text);
-    }
-    body
 }
 
 /// History items as the server accepts them back.
@@ -66,24 +125,120 @@ pub(super) fn request_body(model: &str, prompt: &Prompt) -> Value {
 /// provider id is rejected as "not found"; ids are left out. Reasoning without
 /// its encrypted state is useless to the server and is dropped. Items deputy does
 /// not interpret (a hosted tool's call) go back as the server sent them.
-fn input_items(items: &[ResponseItem]) -> Vec<Value> {
-    items
-        .iter()
-        .filter(|item| match item {
-            ResponseItem::Reasoning {
-                encrypted_content, ..
-            } => encrypted_content.is_some(),
-            _ => true,
-        })
-        // Serializing these plain-data items cannot fail.
-        .filter_map(|item| serde_json::to_value(item).ok())
-        .map(|mut value| {
-            if let Some(fields) = value.as_object_mut() {
-                fields.remove("id");
+struct Input<'a>(&'a [ResponseItem]);
+
+impl Serialize for Input<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().filter_map(input_item))
+    }
+}
+
+/// A history item as a request sends it back: its own form without its provider id.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum InputItem<'a> {
+    /// An item without an id, as it is.
+    AsIs(&'a ResponseItem),
+    Message {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        role: &'a str,
+        content: &'a [ContentItem],
+    },
+    Reasoning {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        summary: &'a [ReasoningSummary],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<&'a Value>,
+        encrypted_content: &'a str,
+    },
+    FunctionCall {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<&'a str>,
+        arguments: &'a str,
+        call_id: &'a str,
+    },
+    CustomToolCall {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'a str,
+        input: &'a str,
+        call_id: &'a str,
+    },
+    Other(WithoutId<'a>),
+}
+
+/// `item` as [`Input`] sends it; `None` for reasoning without its encrypted state. Every
+/// field is named, so that a field added to an item cannot be left out here unnoticed.
+fn input_item(item: &ResponseItem) -> Option<InputItem<'_>> {
+    Some(match item {
+        ResponseItem::Message {
+            id: _,
+            role,
+            content,
+        } => InputItem::Message {
+            kind: "message",
+            role,
+            content,
+        },
+        ResponseItem::Reasoning {
+            id: _,
+            summary,
+            content,
+            encrypted_content,
+        } => InputItem::Reasoning {
+            kind: "reasoning",
+            summary,
+            content: content.as_ref(),
+            encrypted_content: encrypted_content.as_deref()?,
+        },
+        ResponseItem::FunctionCall {
+            id: _,
+            name,
+            namespace,
+            arguments,
+            call_id,
+        } => InputItem::FunctionCall {
+            kind: "function_call",
+            name,
+            namespace: namespace.as_deref(),
+            arguments,
+            call_id,
+        },
+        ResponseItem::CustomToolCall {
+            id: _,
+            name,
+            input,
+            call_id,
+        } => InputItem::CustomToolCall {
+            kind: "custom_tool_call",
+            name,
+            input,
+            call_id,
+        },
+        ResponseItem::FunctionCallOutput { .. } | ResponseItem::CustomToolCallOutput { .. } => {
+            InputItem::AsIs(item)
+        }
+        ResponseItem::Other(value) => InputItem::Other(WithoutId(value)),
+    })
+}
+
+/// An item kept as the provider sent it, without its `id`.
+struct WithoutId<'a>(&'a Value);
+
+impl Serialize for WithoutId<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(fields) => {
+                serializer.collect_map(fields.iter().filter(|(key, _)| *key != "id"))
             }
-            value
-        })
-        .collect()
+            other => other.serialize(serializer),
+        }
+    }
 }
 
 /// Turns Responses SSE events into [`ResponseEvent`]s.

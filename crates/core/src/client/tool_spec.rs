@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// A tool as offered to the model.
@@ -112,37 +113,35 @@ impl ToolSpec {
         }
     }
 
-    /// The tool as a Responses request lists it.
+    /// The tool as a Responses request lists it, as a value.
     pub(crate) fn responses_json(&self) -> Value {
+        // Plain data with string keys: converting cannot fail.
+        serde_json::to_value(self.responses_wire()).unwrap_or_default()
+    }
+
+    /// The tool as a Responses request lists it, borrowing its schema and texts.
+    pub(crate) fn responses_wire(&self) -> ResponsesTool<'_> {
         match self {
-            Self::Function(tool) => function_json(tool),
-            Self::Freeform(tool) => {
-                let mut json = json!({
-                    "type": "custom",
-                    "name": tool.name,
-                    "description": tool.description,
-                });
-                if let Some(grammar) = &tool.grammar {
-                    json["format"] = json!({
-                        "type": "grammar",
-                        "syntax": grammar.syntax,
-                        "definition": grammar.definition,
-                    });
-                }
-                json
-            }
-            Self::Namespace(tool) => json!({
-                "type": "namespace",
-                "name": tool.name,
-                "description": tool.description,
-                "tools": tool.tools.iter().map(function_json).collect::<Vec<_>>(),
-            }),
+            Self::Function(tool) => ResponsesTool::function(tool),
+            Self::Freeform(tool) => ResponsesTool::Custom {
+                name: &tool.name,
+                description: &tool.description,
+                format: tool.grammar.as_ref().map(|grammar| GrammarFormat {
+                    kind: "grammar",
+                    syntax: &grammar.syntax,
+                    definition: &grammar.definition,
+                }),
+            },
+            Self::Namespace(tool) => ResponsesTool::Namespace {
+                name: &tool.name,
+                description: &tool.description,
+                tools: tool.tools.iter().map(ResponsesTool::function).collect(),
+            },
             Self::Hosted(HostedTool::WebSearch {
                 external_web_access,
-            }) => json!({
-                "type": "web_search",
-                "external_web_access": external_web_access,
-            }),
+            }) => ResponsesTool::WebSearch {
+                external_web_access: *external_web_access,
+            },
         }
     }
 
@@ -178,14 +177,50 @@ impl ToolSpec {
     }
 }
 
-fn function_json(tool: &FunctionTool) -> Value {
-    json!({
-        "type": "function",
-        "name": tool.name,
-        "description": tool.description,
-        "strict": false,
-        "parameters": tool.parameters,
-    })
+/// A tool in a Responses request.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ResponsesTool<'a> {
+    Function {
+        name: &'a str,
+        description: &'a str,
+        strict: bool,
+        parameters: &'a Value,
+    },
+    Custom {
+        name: &'a str,
+        description: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        format: Option<GrammarFormat<'a>>,
+    },
+    Namespace {
+        name: &'a str,
+        description: &'a str,
+        tools: Vec<ResponsesTool<'a>>,
+    },
+    WebSearch {
+        external_web_access: bool,
+    },
+}
+
+impl<'a> ResponsesTool<'a> {
+    fn function(tool: &'a FunctionTool) -> Self {
+        Self::Function {
+            name: &tool.name,
+            description: &tool.description,
+            strict: false,
+            parameters: &tool.parameters,
+        }
+    }
+}
+
+/// A freeform tool's grammar in a Responses request.
+#[derive(Debug, Serialize)]
+pub(crate) struct GrammarFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    syntax: &'a str,
+    definition: &'a str,
 }
 
 /// The arguments of a freeform tool offered as a function: its text as `input`.
