@@ -63,9 +63,10 @@ pub struct Home {
 }
 
 /// The homes of finished runs. On a filesystem that creates files slowly right after many
-/// were deleted (ext4 without a journal passes over every inode freed in the last half
-/// minute when it picks one for a new file: after one 1,000-session run's files were
-/// deleted, the next run's 1,000 creations took 0.6 s of CPU instead of 15 ms), deleting a
+/// were deleted (ext4 without a journal passes over every inode freed in the last minute,
+/// six while its inode table is not yet written back, when it picks one for a new file:
+/// after one 1,000-session run's files were deleted, the next run's 1,000 creations took
+/// 0.6 s of CPU instead of 15 ms), deleting a
 /// run's home at its end taxes the next run, whichever server it measures, with a cost of
 /// the bench's own making. So homes are kept until every run is over.
 static FINISHED: Mutex<Vec<TempDir>> = Mutex::new(Vec::new());
