@@ -20,7 +20,7 @@ use std::time::Instant;
 use deputy_core::client::{ModelClient, Prompt};
 use deputy_protocol::{FunctionOutput, ReasoningSummary, ResponseItem};
 
-use common::BenchHome;
+use common::{BenchHome, filler};
 
 const BATCHES: usize = 21;
 
@@ -49,7 +49,7 @@ fn turn_items(turn: usize) -> Vec<ResponseItem> {
         )),
         ResponseItem::Reasoning {
             id: format!("rs_{turn}"),
-            summary: vec![ReasoningSummary::SummaryText { text: text(300) }],
+            summary: vec![ReasoningSummary::SummaryText { text: filler(300) }],
             content: None,
             encrypted_content: Some("gAAAAB".repeat(200)),
         },
@@ -62,31 +62,10 @@ fn turn_items(turn: usize) -> Vec<ResponseItem> {
         },
         ResponseItem::FunctionCallOutput {
             call_id,
-            output: FunctionOutput::from(format!("Exit code: 1\nOutput:\n{}", text(3000))),
+            output: FunctionOutput::from(format!("Exit code: 1\nOutput:\n{}", filler(3000))),
         },
-        ResponseItem::assistant_text(text(400)),
+        ResponseItem::assistant_text(filler(400)),
     ]
-}
-
-/// About `len` bytes of command-output-like text: words, quotes, tabs and newlines.
-fn text(len: usize) -> String {
-    const WORDS: [&str; 6] = [
-        "error[E0308]:",
-        "\"mismatched\"",
-        "src/lib.rs:42:7",
-        "\texpected",
-        "found",
-        "`u32`\n",
-    ];
-    let mut text = String::with_capacity(len + 16);
-    for word in WORDS.iter().cycle() {
-        if text.len() >= len {
-            break;
-        }
-        text.push_str(word);
-        text.push(' ');
-    }
-    text
 }
 
 /// Times `per_batch` requests for `prompt`, [`BATCHES`] times, after one warm-up batch.

@@ -272,7 +272,7 @@ fn token_count(total: TokenUsage) -> ThreadEventMsg {
 }
 
 /// `len` bytes of word-like text with some lines, quotes and non-ASCII, as JSON must escape them.
-fn filler(len: usize) -> String {
+pub fn filler(len: usize) -> String {
     const WORDS: [&str; 8] = [
         "fn",
         "let",
