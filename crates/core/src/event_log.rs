@@ -247,7 +247,6 @@ impl EventLog {
             log: self.clone(),
             disk_range,
             replay: None,
-            replayed: Vec::new().into_iter(),
             backlog,
             rx,
             lagged,
@@ -390,9 +389,8 @@ pub struct Subscription {
     log: Arc<EventLog>,
     /// Events older than the window, still to be read from the rollout.
     disk_range: Option<(u64, u64)>,
-    /// The rollout replay under way, and the part of it read but not returned.
+    /// The rollout replay under way.
     replay: Option<EventReplay>,
-    replayed: std::vec::IntoIter<ThreadEvent>,
     /// What the window held when subscribing.
     backlog: VecDeque<Arc<ThreadEvent>>,
     rx: mpsc::Receiver<Arc<ThreadEvent>>,
@@ -457,18 +455,19 @@ impl Subscription {
             if self.finished {
                 return None;
             }
-            let event = if let Some(event) = self.replayed.next() {
-                Arc::new(event)
-            } else if let Some(replay) = &mut self.replay {
-                match replay.next_chunk().await {
-                    Some(Ok(events)) => self.replayed = events.into_iter(),
+            let event = if let Some(replay) = &mut self.replay {
+                match replay.next().await {
+                    Some(Ok(event)) => event,
                     Some(Err(err)) => {
                         tracing::warn!("cannot replay past events: {err}");
                         self.replay = None;
+                        continue;
                     }
-                    None => self.replay = None,
+                    None => {
+                        self.replay = None;
+                        continue;
+                    }
                 }
-                continue;
             } else if let Some(event) = self.backlog.pop_front() {
                 event
             } else {

@@ -92,35 +92,36 @@ macro_rules! tag_first_deserialize {
 
 pub(crate) use tag_first_deserialize;
 
-/// A key or tag, borrowed from the input when it can be (serde's `Cow<str>` always
+/// A key, tag or id, borrowed from the input when it can be (serde's `Cow<str>` always
 /// copies).
-pub(crate) struct Text<'de>(pub(crate) std::borrow::Cow<'de, str>);
+#[derive(Debug)]
+pub(crate) struct Text<'a>(pub(crate) std::borrow::Cow<'a, str>);
 
-impl<'de> serde::Deserialize<'de> for Text<'de> {
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Text<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
+        struct Visitor<'a>(std::marker::PhantomData<&'a ()>);
 
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Text<'de>;
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visitor<'a> {
+            type Value = Text<'a>;
 
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a string")
             }
 
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'a>, E> {
                 Ok(Text(std::borrow::Cow::Borrowed(text)))
             }
 
-            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+            fn visit_str<E>(self, text: &str) -> Result<Text<'a>, E> {
                 Ok(Text(std::borrow::Cow::Owned(text.to_string())))
             }
 
-            fn visit_string<E>(self, text: String) -> Result<Text<'de>, E> {
+            fn visit_string<E>(self, text: String) -> Result<Text<'a>, E> {
                 Ok(Text(std::borrow::Cow::Owned(text)))
             }
         }
 
-        deserializer.deserialize_str(Visitor)
+        deserializer.deserialize_str(Visitor(std::marker::PhantomData))
     }
 }
 

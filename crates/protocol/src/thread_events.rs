@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tagged::Text;
 use crate::{
     ApplyPatchApprovalRequestEvent, ApprovalDecision, ErrorEvent, ExecApprovalRequestEvent,
     ExecOutputStream, McpToolCallApprovalRequest, Question, SessionConfiguredEvent,
@@ -12,41 +13,66 @@ use crate::{
 };
 
 /// One entry of a thread's event log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThreadEvent {
     /// Position in the thread's log: starts at 1, increases by one per event, never reused,
     /// continued across restarts.
     pub seq: u64,
     /// The thread. The ids are shared: every event of a log holds the same thread id, and
     /// consecutive ones the same turn and submission ids.
-    #[serde(deserialize_with = "shared_text")]
     pub thread_id: Arc<str>,
     /// The turn it belongs to; `None` for thread-level events (`session_configured`, …).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "shared_text_or_null"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<Arc<str>>,
     /// The id of the submission that caused it (`""` for thread-level events); Codex's `Event.id`.
-    #[serde(default, deserialize_with = "shared_text")]
     pub submission_id: Arc<str>,
     /// What happened.
     pub msg: ThreadEventMsg,
 }
 
-/// An id read straight into its shared form (serde's own `Arc<str>` reads a `Box<str>`
-/// first and copies it).
-fn shared_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
-    crate::tagged::Text::deserialize(deserializer).map(|text| Arc::from(&*text.0))
+impl<'de> Deserialize<'de> for ThreadEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ThreadEventRead::deserialize(deserializer).map(|read| read.sharing_ids_of(None))
+    }
 }
 
-/// [`shared_text`], or `None` for `null`.
-fn shared_text_or_null<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Arc<str>>, D::Error> {
-    Option::<crate::tagged::Text<'de>>::deserialize(deserializer)
-        .map(|text| text.map(|text| Arc::from(&*text.0)))
+/// A [`ThreadEvent`] as read, its ids still borrowed from the input where they can be:
+/// decoding a run of events of one log, each shares the ids it has in common with the
+/// one before ([`ThreadEventRead::sharing_ids_of`]) instead of allocating its own.
+#[derive(Debug, Deserialize)]
+pub struct ThreadEventRead<'a> {
+    seq: u64,
+    #[serde(borrow)]
+    thread_id: Text<'a>,
+    #[serde(default, borrow)]
+    turn_id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    submission_id: Option<Text<'a>>,
+    msg: ThreadEventMsg,
+}
+
+impl ThreadEventRead<'_> {
+    /// The event, holding `previous`'s ids where they are equal to its own.
+    pub fn sharing_ids_of(self, previous: Option<&ThreadEvent>) -> ThreadEvent {
+        fn shared(text: &str, previous: Option<&Arc<str>>) -> Arc<str> {
+            match previous {
+                Some(id) if **id == *text => id.clone(),
+                _ => Arc::from(text),
+            }
+        }
+        ThreadEvent {
+            seq: self.seq,
+            thread_id: shared(&self.thread_id.0, previous.map(|p| &p.thread_id)),
+            turn_id: self
+                .turn_id
+                .map(|turn| shared(&turn.0, previous.and_then(|p| p.turn_id.as_ref()))),
+            submission_id: shared(
+                self.submission_id.as_ref().map_or("", |id| &id.0),
+                previous.map(|p| &p.submission_id),
+            ),
+            msg: self.msg,
+        }
+    }
 }
 
 /// Everything a thread reports.

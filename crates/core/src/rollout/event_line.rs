@@ -15,7 +15,8 @@ use std::sync::LazyLock;
 use memchr::memmem;
 
 use deputy_protocol::{
-    CommandExecutionItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem, TurnDiffEvent,
+    CommandExecutionItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadEventRead, ThreadItem,
+    TurnDiffEvent,
 };
 use serde::{Deserialize, Serialize};
 
@@ -187,20 +188,24 @@ pub fn encode_event_line(event: &ThreadEvent) -> String {
     line
 }
 
-/// The event of an `event` line, as it was published.
-pub(crate) fn decode_event_line(line: &[u8]) -> serde_json::Result<ThreadEvent> {
+/// The event of an `event` line, as it was published, holding the ids of `previous`
+/// (the event before it, usually of the same turn) that are equal to its own: the
+/// events of one thread share them in memory as they do when published.
+pub(crate) fn decode_event_line(
+    line: &[u8],
+    previous: Option<&ThreadEvent>,
+) -> serde_json::Result<ThreadEvent> {
     #[derive(Deserialize)]
-    struct Line {
-        payload: ThreadEvent,
+    struct Line<'a> {
+        #[serde(borrow)]
+        payload: ThreadEventRead<'a>,
         #[serde(default)]
         elided: Elided,
     }
     // Checked as UTF-8 once, rather than string by string.
     let line = std::str::from_utf8(line).map_err(serde::de::Error::custom)?;
-    let Line {
-        mut payload,
-        elided,
-    } = serde_json::from_str(line)?;
+    let Line { payload, elided } = serde_json::from_str(line)?;
+    let mut payload = payload.sharing_ids_of(previous);
     if let ThreadEventMsg::ItemCompleted(ItemEvent {
         item: ThreadItem::CommandExecution(cmd),
     }) = &mut payload.msg

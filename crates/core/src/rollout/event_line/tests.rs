@@ -42,7 +42,7 @@ fn completed(
 }
 
 fn decoded(line: &str) -> ThreadEvent {
-    decode_event_line(line.trim_end().as_bytes()).expect("decode")
+    decode_event_line(line.trim_end().as_bytes(), None).expect("decode")
 }
 
 #[test]

@@ -111,8 +111,8 @@ async fn replayed(
     let len = std::fs::metadata(path).expect("stat").len();
     let mut replay = EventReplay::start_with(path, len, range, decoders, chunk_bytes);
     let mut events = Vec::new();
-    while let Some(chunk) = replay.next_chunk().await {
-        events.extend(chunk.expect("chunk"));
+    while let Some(event) = replay.next().await {
+        events.push(ThreadEvent::clone(&event.expect("event")));
     }
     events
 }
@@ -152,12 +152,8 @@ fn dropping_a_replay_stops_its_threads() {
     let stopped_in_time = runtime.block_on(async {
         // About fifty chunks: each decoder soon waits with its chunks ready.
         let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
-        let first = replay
-            .next_chunk()
-            .await
-            .expect("a chunk")
-            .expect("decoded");
-        assert_eq!(first.first().map(|e| e.seq), Some(1));
+        let first = replay.next().await.expect("an event").expect("decoded");
+        assert_eq!(first.seq, 1);
         drop(replay);
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while stopped.load(Ordering::SeqCst) < 2 {
@@ -174,6 +170,46 @@ fn dropping_a_replay_stops_its_threads() {
         stopped_in_time,
         "a decoder of a dropped replay is still running"
     );
+}
+
+#[tokio::test]
+async fn a_chunk_handed_out_goes_back_to_the_thread_that_decoded_it() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = RolloutRecorder::create(
+        home.path(),
+        &meta(&id_at(1_741_064_772), Path::new("/w")),
+        &[],
+    )
+    .expect("create");
+    let text = "w".repeat(1000);
+    for seq in 1..=1000 {
+        recorder.record_event(&user_message(seq, text.clone()));
+    }
+    recorder.close().await.expect("close");
+    let len = std::fs::metadata(recorder.path()).expect("stat").len();
+
+    let mut replay = EventReplay::start_with(recorder.path(), len, (0, u64::MAX), 2, 64 << 10);
+    let first = replay.next().await.expect("an event").expect("decoded");
+    assert_eq!(first.seq, 1);
+    assert_eq!(
+        Arc::strong_count(&first),
+        2,
+        "the replay holds its chunk while handing it out"
+    );
+    // Past the first chunk: it went back to its decoder, which let go of it.
+    let mut seq = 1;
+    while seq < 200 {
+        seq = replay.next().await.expect("an event").expect("decoded").seq;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while Arc::strong_count(&first) > 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the decoder never let go of a chunk handed out"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(first.seq, 1, "the event outlives the chunk for its holder");
 }
 
 fn block_on_new_runtime<T>(future: impl std::future::Future<Output = T>) -> T {
