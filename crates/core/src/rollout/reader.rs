@@ -104,11 +104,12 @@ pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEve
 /// [`CHUNKS_AHEAD`] chunks ready; dropping the replay stops them.
 ///
 /// A chunk whose events were all handed out goes back to the thread that decoded it,
-/// which drops its hold on them: the events whose last other holder is gone by then
-/// (a front door that sent them on) are freed by the thread that allocated them. glibc
-/// frees another thread's block under that thread's arena lock, which the decoder
-/// wants for its next allocation: freeing every event on the reader's side made the
-/// replay of 100,000 events take about a third more CPU.
+/// which drops its hold on them before decoding its next chunk: the events whose last
+/// other holder is gone by then (a front door that sent them on) are freed by the thread
+/// that allocated them. glibc frees another thread's block under that thread's arena
+/// lock, which the decoder wants for its next allocation: freeing every event on the
+/// reader's side made the replay of 100,000 events take about a third more CPU. A
+/// thread's last chunks, handed out after it ended, are dropped by the reader.
 #[derive(Debug)]
 pub struct EventReplay {
     path: PathBuf,
@@ -197,8 +198,9 @@ impl EventReplay {
                             break; // The replay was dropped.
                         }
                     }
-                    // Until the replay is dropped, the chunks still out come back.
-                    returned.iter().for_each(drop);
+                    // Not waiting for the chunks still out: a subscriber may stop reading
+                    // at any point and keep the replay; those few are dropped where read.
+                    returned.try_iter().for_each(drop);
                 });
                 Decoder { decoded, used }
             })
@@ -251,7 +253,7 @@ impl EventReplay {
     fn give_back(&mut self) {
         let used = std::mem::take(&mut self.current);
         if !used.is_empty() {
-            // A decoder that is gone leaves the chunk to be dropped here.
+            // A decoder that has ended leaves the chunk to be dropped here.
             let _ = self.decoders[self.current_from].used.send(used);
         }
     }

@@ -1,5 +1,6 @@
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use deputy_protocol::{ItemEvent, ResponseItem, ThreadEvent, ThreadEventMsg, ThreadItem};
@@ -117,28 +118,25 @@ async fn replayed(
     events
 }
 
-#[test]
-fn dropping_a_replay_stops_its_threads() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let home = tempfile::tempdir().expect("tempdir");
-    let path = block_on_new_runtime(async {
-        let recorder = RolloutRecorder::create(
-            home.path(),
-            &meta(&id_at(1_741_064_771), Path::new("/w")),
-            &[],
-        )
-        .expect("create");
+/// A rollout of 3,000 events of about 1 KB: about fifty chunks of 64 KiB.
+fn three_thousand_events(home: &Path) -> std::path::PathBuf {
+    block_on_new_runtime(async {
+        let recorder =
+            RolloutRecorder::create(home, &meta(&id_at(1_741_064_771), Path::new("/w")), &[])
+                .expect("create");
         let text = "w".repeat(1000);
         for seq in 1..=3000 {
             recorder.record_event(&user_message(seq, text.clone()));
         }
         recorder.close().await.expect("close");
         recorder.path().to_path_buf()
-    });
-    let len = std::fs::metadata(&path).expect("stat").len();
+    })
+}
 
-    // A runtime of its own, whose only other threads are the replay's decoders; they
-    // end as soon as they are idle, so a stopped decoder is seen.
+/// A runtime of its own, whose only other threads will be a replay's decoders, ending as
+/// soon as they are idle; and how many threads of it stopped. Shut down in the background,
+/// not dropped: dropping waits for a decoder that might never stop.
+fn watched_runtime() -> (tokio::runtime::Runtime, Arc<AtomicUsize>) {
     let stopped = Arc::new(AtomicUsize::new(0));
     let counter = stopped.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -149,26 +147,64 @@ fn dropping_a_replay_stops_its_threads() {
         })
         .build()
         .expect("runtime");
+    (runtime, stopped)
+}
+
+/// Whether two threads stopped within 20 s.
+async fn two_stopped(stopped: &AtomicUsize) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stopped.load(Ordering::SeqCst) < 2 {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::task::yield_now().await;
+    }
+    true
+}
+
+#[test]
+fn dropping_a_replay_stops_its_threads() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let path = three_thousand_events(home.path());
+    let len = std::fs::metadata(&path).expect("stat").len();
+    let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
-        // About fifty chunks: each decoder soon waits with its chunks ready.
+        // Each decoder soon waits with its chunks ready.
         let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
         let first = replay.next().await.expect("an event").expect("decoded");
         assert_eq!(first.seq, 1);
         drop(replay);
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while stopped.load(Ordering::SeqCst) < 2 {
-            if std::time::Instant::now() > deadline {
-                return false;
-            }
-            tokio::task::yield_now().await;
-        }
-        true
+        two_stopped(&stopped).await
     });
-    // Not dropped: that would wait for a decoder that never stops.
     runtime.shutdown_background();
     assert!(
         stopped_in_time,
         "a decoder of a dropped replay is still running"
+    );
+}
+
+#[test]
+fn a_replay_read_to_its_last_event_holds_no_thread() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let path = three_thousand_events(home.path());
+    let len = std::fs::metadata(&path).expect("stat").len();
+    let (runtime, stopped) = watched_runtime();
+    let stopped_in_time = runtime.block_on(async {
+        let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
+        // Read up to the last event and no further, as a subscriber reading up to a
+        // point does, and kept.
+        let mut seq = 0;
+        while seq < 3000 {
+            seq = replay.next().await.expect("an event").expect("decoded").seq;
+        }
+        let stopped = two_stopped(&stopped).await;
+        drop(replay);
+        stopped
+    });
+    runtime.shutdown_background();
+    assert!(
+        stopped_in_time,
+        "a replay kept after its last event holds its decoding threads"
     );
 }
 
