@@ -267,8 +267,17 @@ impl Drop for EventReplay {
 
 /// Bytes read at a time within a part.
 const READ_BYTES: u64 = 1 << 20;
-/// Bytes read at a time to finish a line that runs past a part's end.
-const TAIL_READ_BYTES: u64 = 64 << 10;
+/// Bytes first read to finish (or skip) a line that runs past a part's end; doubled at
+/// each read up to [`READ_BYTES`]. Most lines are a few kilobytes: reading a mebibyte
+/// to find the end of each part's last line had the kernel copy twice the file.
+const TAIL_READ_BYTES: u64 = 4 << 10;
+
+/// `*size`, doubled (up to [`READ_BYTES`]) for the next read.
+fn grow(size: &mut u64) -> u64 {
+    let now = *size;
+    *size = (now * 2).min(READ_BYTES);
+    now
+}
 
 /// The lines of a rollout that start in `start..end`, and which events of them to keep.
 #[derive(Debug, Clone, Copy)]
@@ -302,9 +311,7 @@ impl Part {
             let want = if read_to < self.end {
                 (self.end - read_to).min(READ_BYTES)
             } else {
-                let want = tail_read;
-                tail_read = (tail_read * 2).min(READ_BYTES);
-                want
+                grow(&mut tail_read)
             };
             let read = (&mut file).take(want).read_to_end(buf)?;
             if !counted {
@@ -345,7 +352,9 @@ impl Part {
                 }
                 skip_line = false;
                 offset += buf.len() as u64;
-                if !skip_past_newline(&mut file, buf, &mut offset)? || offset >= self.end {
+                if !skip_past_newline(&mut file, buf, &mut offset, &mut tail_read)?
+                    || offset >= self.end
+                {
                     return Ok(events);
                 }
                 searched = 0;
@@ -383,11 +392,12 @@ fn skip_past_newline(
     file: &mut std::fs::File,
     buf: &mut Vec<u8>,
     offset: &mut u64,
+    read_size: &mut u64,
 ) -> std::io::Result<bool> {
     use std::io::Read;
     loop {
         buf.clear();
-        let read = (&mut *file).take(READ_BYTES).read_to_end(buf)?;
+        let read = (&mut *file).take(grow(read_size)).read_to_end(buf)?;
         if read == 0 {
             return Ok(false);
         }

@@ -101,6 +101,54 @@ async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
     }
 }
 
+#[tokio::test]
+async fn a_replay_reads_the_file_about_once() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = RolloutRecorder::create(
+        home.path(),
+        &meta(&id_at(1_741_064_773), Path::new("/w")),
+        &[],
+    )
+    .expect("create");
+    // Event lines and longer history lines in turn: many parts end inside a line of each.
+    for seq in 1..=1500 {
+        recorder.record_event(&user_message(seq, "e".repeat(700)));
+        recorder.record_items([&ResponseItem::assistant_text("h".repeat(2500))]);
+    }
+    recorder.close().await.expect("close");
+    let len = std::fs::metadata(recorder.path()).expect("stat").len();
+
+    // Bytes read by this thread (the parts are decoded here, one after the other).
+    let read_so_far = || -> u64 {
+        let io = std::fs::read_to_string("/proc/thread-self/io").expect("task io accounting");
+        io.lines()
+            .find_map(|line| line.strip_prefix("rchar: "))
+            .and_then(|n| n.parse().ok())
+            .expect("rchar")
+    };
+    let part_bytes = 64 << 10;
+    let before = read_so_far();
+    let mut events = 0;
+    for start in (0..len).step_by(part_bytes) {
+        let part = super::Part {
+            start,
+            end: start + part_bytes as u64,
+            after: 0,
+            before: u64::MAX,
+        };
+        events += part
+            .decode(recorder.path(), &mut Vec::new())
+            .expect("decode")
+            .len();
+    }
+    let read = read_so_far() - before;
+    assert_eq!(events, 1500);
+    assert!(
+        read < len + len / 4,
+        "{read} bytes read to replay a file of {len}"
+    );
+}
+
 /// Every event an [`EventReplay`] of `path` with `decoders` threads and chunks of
 /// `chunk_bytes` hands over, in order.
 async fn replayed(
