@@ -188,31 +188,79 @@ pub fn encode_event_line(event: &ThreadEvent) -> String {
     line
 }
 
-/// The event of an `event` line, as it was published, holding the ids of `previous`
-/// (the event before it, usually of the same turn) that are equal to its own: the
-/// events of one thread share them in memory as they do when published.
+/// An `event` line as read, its ids still borrowed from it.
+#[derive(Deserialize)]
+struct EventLine<'a> {
+    #[serde(borrow)]
+    payload: ThreadEventRead<'a>,
+    #[serde(default)]
+    elided: Elided,
+}
+
+impl EventLine<'_> {
+    /// The event as it was published, holding the ids of `previous` (the event before
+    /// it, usually of the same turn) that are equal to its own: the events of one thread
+    /// share them in memory as they do when published.
+    fn published(self, previous: Option<&ThreadEvent>) -> ThreadEvent {
+        let mut event = self.payload.sharing_ids_of(previous);
+        if let ThreadEventMsg::ItemCompleted(ItemEvent {
+            item: ThreadItem::CommandExecution(cmd),
+        }) = &mut event.msg
+        {
+            self.elided.restore(cmd);
+        }
+        event
+    }
+}
+
+/// The event of an `event` line, as it was published (see [`EventLine::published`]).
 pub(crate) fn decode_event_line(
     line: &[u8],
     previous: Option<&ThreadEvent>,
 ) -> serde_json::Result<ThreadEvent> {
-    #[derive(Deserialize)]
-    struct Line<'a> {
-        #[serde(borrow)]
-        payload: ThreadEventRead<'a>,
-        #[serde(default)]
-        elided: Elided,
-    }
     // Checked as UTF-8 once, rather than string by string.
     let line = std::str::from_utf8(line).map_err(serde::de::Error::custom)?;
-    let Line { payload, elided } = serde_json::from_str(line)?;
-    let mut payload = payload.sharing_ids_of(previous);
-    if let ThreadEventMsg::ItemCompleted(ItemEvent {
-        item: ThreadItem::CommandExecution(cmd),
-    }) = &mut payload.msg
-    {
-        elided.restore(cmd);
+    let line: EventLine = serde_json::from_str(line)?;
+    Ok(line.published(previous))
+}
+
+/// Appends to `events` the events of `lines`, consecutive `event` lines each ending with
+/// a newline, as [`decode_event_line`] would one by one — a line that cannot be read is
+/// skipped — but with one decoder, whose buffer for unescaping strings then grows once
+/// rather than line by line (a tenth of the decoding time of a long replay).
+pub(crate) fn decode_event_lines(lines: &[u8], events: &mut Vec<ThreadEvent>) {
+    let Ok(mut rest) = std::str::from_utf8(lines) else {
+        // Some line is not UTF-8: only it is lost.
+        for line in lines.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+            events.extend(decode_event_line(line, events.last()).ok());
+        }
+        return;
+    };
+    while !rest.is_empty() {
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<EventLine>();
+        let resume_at = loop {
+            let start = stream.byte_offset();
+            match stream.next() {
+                None => return,
+                // A line holds one object, ending the line (as with `decode_event_line`).
+                Some(Ok(line)) if ends_line(&rest[stream.byte_offset()..]) => {
+                    events.push(line.published(events.last()));
+                }
+                // Skipped from where the value began: its line, not those it ran into.
+                Some(_) => break start,
+            }
+        };
+        let line_start = resume_at + rest[resume_at..].len() - rest[resume_at..].trim_start().len();
+        rest = rest[line_start..]
+            .split_once('\n')
+            .map_or("", |(_, after)| after);
     }
-    Ok(payload)
+}
+
+/// Whether `after` (what follows a value) is blanks up to the end of the line.
+fn ends_line(after: &str) -> bool {
+    let blank = after.trim_start_matches([' ', '\t', '\r']);
+    blank.is_empty() || blank.starts_with('\n')
 }
 
 /// What the first bytes of a rollout line say it is, as deputy writes it:

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::mpsc;
 
-use super::event_line::{LINE_HEAD, LineKind, decode_any_line, decode_event_line, line_kind};
+use super::event_line::{
+    LINE_HEAD, LineKind, decode_any_line, decode_event_line, decode_event_lines, line_kind,
+};
 use super::{RolloutError, RolloutItem, SessionMeta, TurnContextRecord};
 
 /// Warnings kept per file before the rest are only counted.
@@ -320,18 +322,40 @@ impl Part {
                 counted = true;
             }
             let mut used = 0;
+            // Consecutive event lines to keep, decoded together (`buf[run]`, newlines included).
+            let mut run = 0..0;
+            let mut past_end = false;
             while let Some(newline) = memchr::memchr(b'\n', &buf[used.max(searched)..]) {
                 let line_end = used.max(searched) + newline;
                 let line = &buf[used..line_end];
                 let line_start = offset + used as u64;
+                let line_at = used;
                 used = line_end + 1;
                 if std::mem::take(&mut skip_line) {
                     continue;
                 }
                 if line_start >= self.end {
-                    return Ok(events);
+                    past_end = true;
+                    break;
                 }
-                self.keep(line, &mut events);
+                match line_kind(line) {
+                    LineKind::Event(seq) if self.wanted(seq) => {
+                        if run.end != line_at {
+                            decode_event_lines(&buf[run], &mut events);
+                            run = line_at..line_at;
+                        }
+                        run.end = used;
+                    }
+                    kind => {
+                        decode_event_lines(&buf[run], &mut events);
+                        run = used..used;
+                        self.keep_other(kind, line, &mut events);
+                    }
+                }
+            }
+            decode_event_lines(&buf[run], &mut events);
+            if past_end {
+                return Ok(events);
             }
             if skip_line && offset + buf.len() as u64 >= self.end {
                 return Ok(events); // No line starts in the part.
@@ -366,22 +390,31 @@ impl Part {
         }
     }
 
-    /// Adds the event on `line` to `events` if it is one with `after < seq < before`.
+    fn wanted(self, seq: u64) -> bool {
+        self.after < seq && seq < self.before
+    }
+
+    /// Adds the event on `line` (perhaps torn) to `events` if it is one with
+    /// `after < seq < before`. A torn or unreadable line is skipped, as everywhere else.
     fn keep(self, line: &[u8], events: &mut Vec<ThreadEvent>) {
-        let wanted = |seq: u64| self.after < seq && seq < self.before;
-        // A torn or unreadable line is skipped, as everywhere else.
-        let event = match line_kind(line) {
-            LineKind::Other => return,
-            LineKind::Event(seq) if wanted(seq) => decode_event_line(line, events.last()).ok(),
-            LineKind::Event(_) => return,
-            // Not written the way deputy writes (reformatted by hand or by a tool):
-            // decoded whole to find out (its ids are its own).
-            LineKind::Unknown => match decode_any_line(line) {
-                Ok(RolloutItem::Event(event)) if wanted(event.seq) => Some(event),
-                _ => None,
-            },
-        };
-        events.extend(event);
+        match line_kind(line) {
+            LineKind::Event(seq) if self.wanted(seq) => {
+                events.extend(decode_event_line(line, events.last()).ok());
+            }
+            kind => self.keep_other(kind, line, events),
+        }
+    }
+
+    /// [`Part::keep`] for a line that is not an event line to keep as deputy writes it.
+    fn keep_other(self, kind: LineKind, line: &[u8], events: &mut Vec<ThreadEvent>) {
+        // Not written the way deputy writes (reformatted by hand or by a tool): decoded
+        // whole to find out (its ids are its own).
+        if kind == LineKind::Unknown
+            && let Ok(RolloutItem::Event(event)) = decode_any_line(line)
+            && self.wanted(event.seq)
+        {
+            events.push(event);
+        }
     }
 }
 

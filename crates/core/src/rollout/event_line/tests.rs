@@ -1,4 +1,5 @@
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deputy_protocol::{CommandExecutionStatus, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadItem};
@@ -209,4 +210,58 @@ fn a_line_written_by_another_json_writer_is_still_read_whole() {
     }
     let other = r#"{"timestamp":"2025-01-01T00:00:00.000Z","type":"turn_context","payload":{}}"#;
     assert_eq!(line_kind(other.as_bytes()), LineKind::Other);
+}
+
+#[test]
+fn consecutive_event_lines_decode_as_they_do_one_by_one() {
+    let out = "line \"one\"\nline two\n";
+    let formatted = format!("Exit code: 0\nOutput:\n{out}");
+    let line = |seq| encode_event_line(&completed(seq, out, "", out, &formatted));
+    let whole = line(3);
+    let lines = [
+        line(1),
+        // Torn where a value begins: the next line would read as that value.
+        format!("{}\n", &whole[..whole.find(r#""msg":"#).expect("msg") + 6]),
+        line(2),
+        // Torn inside a string.
+        format!("{}\n", &whole[..whole.len() / 2]),
+        // Two objects on one line, and one with something after it.
+        format!("{}{}", line(4).trim_end(), line(5)),
+        format!("{} x\n", line(6).trim_end()),
+        // Blanks after the object are fine.
+        format!("{} \t\r\n", line(7).trim_end()),
+        line(8),
+        line(9),
+    ];
+    let one_by_one: Vec<ThreadEvent> = lines
+        .iter()
+        .filter_map(|line| decode_event_line(line.trim_end_matches('\n').as_bytes(), None).ok())
+        .collect();
+    assert_eq!(
+        one_by_one.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 7, 8, 9]
+    );
+    let mut together = Vec::new();
+    decode_event_lines(lines.concat().as_bytes(), &mut together);
+    assert_eq!(together, one_by_one);
+    assert!(
+        together
+            .windows(2)
+            .all(|w| Arc::ptr_eq(&w[0].thread_id, &w[1].thread_id)),
+        "consecutive events share their ids"
+    );
+
+    // Event 8's line with a byte that is not UTF-8 in its text.
+    let mut bytes = lines[..7].concat().into_bytes();
+    let mut eight = line(8).into_bytes();
+    let text = eight.windows(5).position(|w| w == b"line ").expect("text");
+    eight[text] = 0xff;
+    bytes.extend(eight);
+    bytes.extend(line(9).into_bytes());
+    let mut together = Vec::new();
+    decode_event_lines(&bytes, &mut together);
+    assert_eq!(
+        together.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 7, 9]
+    );
 }
