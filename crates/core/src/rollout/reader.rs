@@ -390,6 +390,7 @@ impl Part {
         }
     }
 
+    /// Whether the event `seq` is one the part keeps.
     fn wanted(self, seq: u64) -> bool {
         self.after < seq && seq < self.before
     }
