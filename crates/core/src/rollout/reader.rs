@@ -94,7 +94,8 @@ pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEve
         after,
         before,
     };
-    part.decode(path, &mut Vec::new())
+    std::fs::File::open(path)
+        .and_then(|file| part.decode(&file, &mut Vec::new()))
         .map_err(|e| RolloutError::io(path, e))
 }
 
@@ -183,6 +184,13 @@ impl EventReplay {
                 let (used, returned) = std::sync::mpsc::channel::<Vec<Arc<ThreadEvent>>>();
                 let path = path.to_path_buf();
                 tokio::task::spawn_blocking(move || {
+                    let file = match std::fs::File::open(&path) {
+                        Ok(file) => file,
+                        Err(err) => {
+                            let _ = tx.blocking_send(Err(err));
+                            return;
+                        }
+                    };
                     let mut buf = Vec::new();
                     for chunk in (first..chunks).step_by(count) {
                         returned.try_iter().for_each(drop);
@@ -194,7 +202,7 @@ impl EventReplay {
                             before,
                         };
                         let events = part
-                            .decode(&path, &mut buf)
+                            .decode(&file, &mut buf)
                             .map(|events| events.into_iter().map(Arc::new).collect());
                         if tx.blocking_send(events).is_err() {
                             break; // The replay was dropped.
@@ -294,9 +302,9 @@ impl Part {
     /// The events with `after < seq < before` on the lines that start in `start..end`:
     /// a line that runs past `end` is read to its end, and the line holding byte
     /// `start - 1` belongs to the part before. `buf` is scratch space.
-    fn decode(self, path: &Path, buf: &mut Vec<u8>) -> std::io::Result<Vec<ThreadEvent>> {
+    fn decode(self, file: &std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<Vec<ThreadEvent>> {
         use std::io::{Read, Seek, SeekFrom};
-        let mut file = std::fs::File::open(path)?;
+        let mut file = file;
         // The file offset of `buf[0]`; the file is read on from `offset + buf.len()`.
         let mut offset = self.start.saturating_sub(1);
         file.seek(SeekFrom::Start(offset))?;
@@ -315,7 +323,7 @@ impl Part {
             } else {
                 grow(&mut tail_read)
             };
-            let read = (&mut file).take(want).read_to_end(buf)?;
+            let read = file.take(want).read_to_end(buf)?;
             if !counted {
                 // At most one event per line: no growing (and copying) while decoding.
                 events.reserve(memchr::memchr_iter(b'\n', buf).count());
@@ -376,8 +384,7 @@ impl Part {
                 }
                 skip_line = false;
                 offset += buf.len() as u64;
-                if !skip_past_newline(&mut file, buf, &mut offset, &mut tail_read)?
-                    || offset >= self.end
+                if !skip_past_newline(file, buf, &mut offset, &mut tail_read)? || offset >= self.end
                 {
                     return Ok(events);
                 }
@@ -423,7 +430,7 @@ impl Part {
 /// holding what follows the newline, and `offset` (the file offset of the next byte read)
 /// the offset of `buf[0]`. `false` when the file ends first.
 fn skip_past_newline(
-    file: &mut std::fs::File,
+    file: &std::fs::File,
     buf: &mut Vec<u8>,
     offset: &mut u64,
     read_size: &mut u64,
@@ -431,7 +438,7 @@ fn skip_past_newline(
     use std::io::Read;
     loop {
         buf.clear();
-        let read = (&mut *file).take(grow(read_size)).read_to_end(buf)?;
+        let read = file.take(grow(read_size)).read_to_end(buf)?;
         if read == 0 {
             return Ok(false);
         }
