@@ -250,8 +250,8 @@ pub(crate) fn decode_event_lines(lines: &[u8], events: &mut Vec<ThreadEvent>) {
                 Some(_) => break start,
             }
         };
-        let line_start = resume_at + rest[resume_at..].len() - rest[resume_at..].trim_start().len();
-        rest = rest[line_start..]
+        rest = rest[resume_at..]
+            .trim_start()
             .split_once('\n')
             .map_or("", |(_, after)| after);
     }

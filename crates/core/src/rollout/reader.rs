@@ -120,10 +120,9 @@ pub struct EventReplay {
     decoders: Vec<Decoder>,
     next_chunk: usize,
     chunks: usize,
-    /// The chunk being handed out, how much of it was, and the decoder it goes back to.
+    /// The chunk being handed out (the last one received) and how much of it was.
     current: Vec<Arc<ThreadEvent>>,
     handed_out: usize,
-    current_from: usize,
 }
 
 /// The ends of one decoding thread's channels.
@@ -222,7 +221,6 @@ impl EventReplay {
             chunks,
             current: Vec::new(),
             handed_out: 0,
-            current_from: 0,
         }
     }
 
@@ -245,7 +243,6 @@ impl EventReplay {
                 Some(Ok(events)) => {
                     self.current = events;
                     self.handed_out = 0;
-                    self.current_from = slot;
                 }
                 Some(Err(err)) => return Some(Err(RolloutError::io(&self.path, err))),
                 None => {
@@ -263,8 +260,10 @@ impl EventReplay {
     fn give_back(&mut self) {
         let used = std::mem::take(&mut self.current);
         if !used.is_empty() {
-            // A decoder that has ended leaves the chunk to be dropped here.
-            let _ = self.decoders[self.current_from].used.send(used);
+            // It is chunk `next_chunk - 1`. A decoder that has ended leaves it to be
+            // dropped here.
+            let from = (self.next_chunk - 1) % self.decoders.len();
+            let _ = self.decoders[from].used.send(used);
         }
     }
 }

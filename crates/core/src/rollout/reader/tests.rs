@@ -164,19 +164,17 @@ async fn replayed(
     events
 }
 
-/// A rollout of 3,000 events of about 1 KB: about fifty chunks of 64 KiB.
-fn three_thousand_events(home: &Path) -> std::path::PathBuf {
-    block_on_new_runtime(async {
-        let recorder =
-            RolloutRecorder::create(home, &meta(&id_at(1_741_064_771), Path::new("/w")), &[])
-                .expect("create");
-        let text = "w".repeat(1000);
-        for seq in 1..=3000 {
-            recorder.record_event(&user_message(seq, text.clone()));
-        }
-        recorder.close().await.expect("close");
-        recorder.path().to_path_buf()
-    })
+/// A rollout of `count` events of about 1 KB (about sixteen to a chunk of 64 KiB).
+async fn kilobyte_events(home: &Path, count: u64) -> std::path::PathBuf {
+    let recorder =
+        RolloutRecorder::create(home, &meta(&id_at(1_741_064_771), Path::new("/w")), &[])
+            .expect("create");
+    let text = "w".repeat(1000);
+    for seq in 1..=count {
+        recorder.record_event(&user_message(seq, text.clone()));
+    }
+    recorder.close().await.expect("close");
+    recorder.path().to_path_buf()
 }
 
 /// A runtime of its own, whose only other threads will be a replay's decoders, ending as
@@ -211,7 +209,7 @@ async fn two_stopped(stopped: &AtomicUsize) -> bool {
 #[test]
 fn dropping_a_replay_stops_its_threads() {
     let home = tempfile::tempdir().expect("tempdir");
-    let path = three_thousand_events(home.path());
+    let path = block_on_new_runtime(kilobyte_events(home.path(), 3000));
     let len = std::fs::metadata(&path).expect("stat").len();
     let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
@@ -232,7 +230,7 @@ fn dropping_a_replay_stops_its_threads() {
 #[test]
 fn a_replay_read_to_its_last_event_holds_no_thread() {
     let home = tempfile::tempdir().expect("tempdir");
-    let path = three_thousand_events(home.path());
+    let path = block_on_new_runtime(kilobyte_events(home.path(), 3000));
     let len = std::fs::metadata(&path).expect("stat").len();
     let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
@@ -257,20 +255,10 @@ fn a_replay_read_to_its_last_event_holds_no_thread() {
 #[tokio::test]
 async fn a_chunk_handed_out_goes_back_to_the_thread_that_decoded_it() {
     let home = tempfile::tempdir().expect("tempdir");
-    let recorder = RolloutRecorder::create(
-        home.path(),
-        &meta(&id_at(1_741_064_772), Path::new("/w")),
-        &[],
-    )
-    .expect("create");
-    let text = "w".repeat(1000);
-    for seq in 1..=1000 {
-        recorder.record_event(&user_message(seq, text.clone()));
-    }
-    recorder.close().await.expect("close");
-    let len = std::fs::metadata(recorder.path()).expect("stat").len();
+    let path = kilobyte_events(home.path(), 1000).await;
+    let len = std::fs::metadata(&path).expect("stat").len();
 
-    let mut replay = EventReplay::start_with(recorder.path(), len, (0, u64::MAX), 2, 64 << 10);
+    let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
     let first = replay.next().await.expect("an event").expect("decoded");
     assert_eq!(first.seq, 1);
     assert_eq!(
