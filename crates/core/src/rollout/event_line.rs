@@ -9,16 +9,12 @@
 //! puts them back, so a reader gets the event as it was published. What remains of a
 //! large text field is then cut to [`PERSISTED_FIELD_BYTES`] head and tail.
 
-use std::borrow::Cow;
-use std::sync::LazyLock;
-
-use memchr::memmem;
-
 use deputy_protocol::{
     CommandExecutionItem, ItemEvent, ThreadEvent, ThreadEventMsg, ThreadEventRead, ThreadItem,
     TurnDiffEvent,
 };
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 use super::{RolloutItem, now_timestamp};
 
@@ -278,36 +274,44 @@ pub(crate) enum LineKind {
 /// Bytes at the start of a line that say what it is, as deputy writes lines.
 pub(crate) const LINE_HEAD: usize = 96;
 
-/// The record type the first bytes of a rollout line give, where deputy writes it (after
-/// the timestamp); `None` when it is not there.
-pub(crate) fn line_type(line: &[u8]) -> Option<&str> {
-    const TYPE: &[u8] = br#","type":""#;
-    // Built once: building a finder costs more than searching 96 bytes with it.
-    static TYPE_FINDER: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(TYPE));
+/// The record type a rollout line gives where deputy writes it, right after the timestamp
+/// that opens the line, and the bytes that follow it; `None` when the line does not start
+/// that way (another program wrote it, or reordered its keys: a `"type"` further on may be
+/// a nested object's).
+fn type_and_rest(line: &[u8]) -> Option<(&str, &[u8])> {
+    const START: &[u8] = br#"{"timestamp":""#;
+    const TYPE: &[u8] = br#"","type":""#;
     let head = &line[..line.len().min(LINE_HEAD)];
-    let rest = &head[TYPE_FINDER.find(head)? + TYPE.len()..];
-    std::str::from_utf8(&rest[..memchr::memchr(b'"', rest)?]).ok()
+    let rest = head.strip_prefix(START)?;
+    // A timestamp holds no escapes: its first quote ends it.
+    let rest = rest[memchr::memchr(b'"', rest)?..].strip_prefix(TYPE)?;
+    let end = memchr::memchr(b'"', rest)?;
+    let kind = std::str::from_utf8(&rest[..end]).ok()?;
+    Some((kind, &line[head.len() - rest.len() + end + 1..]))
+}
+
+/// The record type the first bytes of a rollout line give, where deputy writes it (right
+/// after the timestamp); `None` when it is not there.
+pub(crate) fn line_type(line: &[u8]) -> Option<&str> {
+    type_and_rest(line).map(|(kind, _)| kind)
 }
 
 /// The kind of a rollout line, from its first bytes alone (see [`LineKind`]).
 pub(crate) fn line_kind(line: &[u8]) -> LineKind {
-    const EVENT: &[u8] = br#""type":"event","payload":{"seq":"#;
-    static EVENT_FINDER: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(EVENT));
-    // `{"timestamp":"YYYY-MM-DDThh:mm:ss.mmmZ",` comes first; look a little past it.
-    let head = &line[..line.len().min(LINE_HEAD)];
-    if let Some(at) = EVENT_FINDER.find(head) {
-        let at = at + EVENT.len();
-        let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
-        return std::str::from_utf8(&line[at..at + digits])
-            .ok()
-            .and_then(|seq| seq.parse().ok())
-            .map_or(LineKind::Unknown, LineKind::Event);
-    }
-    match line_type(head) {
-        Some(kind) if kind != "event" => LineKind::Other,
-        _ => LineKind::Unknown,
+    const SEQ: &[u8] = br#","payload":{"seq":"#;
+    match type_and_rest(line) {
+        Some(("event", rest)) => {
+            let Some(rest) = rest.strip_prefix(SEQ) else {
+                return LineKind::Unknown;
+            };
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            std::str::from_utf8(&rest[..digits])
+                .ok()
+                .and_then(|seq| seq.parse().ok())
+                .map_or(LineKind::Unknown, LineKind::Event)
+        }
+        Some(_) => LineKind::Other,
+        None => LineKind::Unknown,
     }
 }
 

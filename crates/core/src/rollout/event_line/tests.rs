@@ -210,6 +210,14 @@ fn a_line_written_by_another_json_writer_is_still_read_whole() {
     }
     let other = r#"{"timestamp":"2025-01-01T00:00:00.000Z","type":"turn_context","payload":{}}"#;
     assert_eq!(line_kind(other.as_bytes()), LineKind::Other);
+    // Keys sorted, as `jq -S` leaves them: the first "type" is the item's, not the line's.
+    let sorted = serde_json::to_string(&sorted(serde_json::from_str(&line).unwrap())).unwrap();
+    assert!(sorted.starts_with(r#"{"elided":"#), "{sorted}");
+    let item = r#"{"payload":{"content":[{"text":"hi","type":"input_text"}],"role":"user","type":"message"},"timestamp":"2025-01-01T00:00:00.000Z","type":"response_item"}"#;
+    for line in [sorted.as_str(), item] {
+        assert_eq!(line_kind(line.as_bytes()), LineKind::Unknown, "{line}");
+        assert_eq!(line_type(line.as_bytes()), None, "{line}");
+    }
 }
 
 #[test]
