@@ -5,12 +5,14 @@
 //! damaged file still yields everything that can be read.
 
 use std::collections::HashSet;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::mpsc;
 
+use super::event_index::{Chunk, EventIndex, read_runs};
 use super::event_line::{
     LINE_HEAD, LineKind, decode_any_line, decode_event_line, decode_event_lines, line_kind,
 };
@@ -54,6 +56,9 @@ pub struct ResumedSession {
     /// Lines that were skipped, and why.
     pub warnings: Vec<String>,
     pub(crate) tail: Tail,
+    /// Where the event lines are, for the recorder that continues the file (a last line
+    /// without its newline counted with the newline it then gets).
+    pub(crate) event_index: EventIndex,
 }
 
 /// The state of the file's end, so that appending continues on a clean line.
@@ -101,7 +106,9 @@ pub fn read_events(path: &Path, after: u64, before: u64) -> Result<Vec<ThreadEve
 
 /// A replay of the events of a rollout with `after < seq < before`: the file is cut
 /// into chunks that a few blocking threads (one per core, at most [`MAX_DECODERS`])
-/// read and decode ahead, handed over in file order. Memory holds a few chunks, not
+/// read and decode ahead, handed over in file order. What the rollout's [`EventIndex`]
+/// covers is read by its runs of event lines, skipping what lies between them; the
+/// rest line by line. Memory holds a few chunks, not
 /// the whole file, and the first events can be used while later ones are decoded.
 /// A replay nobody reads keeps its threads waiting, each with at most
 /// [`CHUNKS_AHEAD`] chunks ready; dropping the replay stops them.
@@ -146,6 +153,16 @@ impl EventReplay {
     /// Starts replaying the events of the rollout at `path` with `after < seq < before`.
     /// Must be called within a tokio runtime.
     pub fn start(path: &Path, after: u64, before: u64) -> Result<Self, RolloutError> {
+        Self::start_indexed(path, EventIndex::default(), after, before)
+    }
+
+    /// [`EventReplay::start`] for a rollout whose event lines `index` says where to find.
+    pub(crate) fn start_indexed(
+        path: &Path,
+        index: EventIndex,
+        after: u64,
+        before: u64,
+    ) -> Result<Self, RolloutError> {
         let len = std::fs::metadata(path)
             .map_err(|e| RolloutError::io(path, e))?
             .len();
@@ -156,6 +173,7 @@ impl EventReplay {
             .max(1);
         Ok(Self::start_with(
             path,
+            &index,
             len,
             (after, before),
             decoders,
@@ -163,25 +181,26 @@ impl EventReplay {
         ))
     }
 
-    /// [`EventReplay::start`] for the first `len` bytes of the file (and the line
+    /// [`EventReplay::start_indexed`] for the first `len` bytes of the file (and the line
     /// running past them), `decoders` threads and chunks of `chunk_bytes`.
     pub(crate) fn start_with(
         path: &Path,
+        index: &EventIndex,
         len: u64,
         (after, before): (u64, u64),
         decoders: usize,
         chunk_bytes: u64,
     ) -> Self {
-        let chunk_bytes = chunk_bytes.max(1);
-        let chunks = usize::try_from(len.div_ceil(chunk_bytes))
-            .unwrap_or(usize::MAX)
-            .max(1);
-        let count = decoders.clamp(1, chunks);
+        let plan: Arc<[Chunk]> = index.chunks(len, chunk_bytes).into();
+        let runs: Arc<[Range<u64>]> = index.runs().into();
+        let chunks = plan.len();
+        let count = decoders.max(1).min(chunks);
         let decoders = (0..count)
             .map(|first| {
                 let (tx, decoded) = mpsc::channel(CHUNKS_AHEAD);
                 let (used, returned) = std::sync::mpsc::channel::<Vec<Arc<ThreadEvent>>>();
                 let path = path.to_path_buf();
+                let (plan, runs) = (plan.clone(), runs.clone());
                 tokio::task::spawn_blocking(move || {
                     let file = match std::fs::File::open(&path) {
                         Ok(file) => file,
@@ -191,18 +210,25 @@ impl EventReplay {
                         }
                     };
                     let mut buf = Vec::new();
-                    for chunk in (first..chunks).step_by(count) {
+                    for chunk in plan.iter().skip(first).step_by(count) {
                         returned.try_iter().for_each(drop);
-                        let start = chunk as u64 * chunk_bytes;
-                        let part = Part {
-                            start,
-                            end: (start + chunk_bytes).min(len),
-                            after,
-                            before,
-                        };
-                        let events = part
-                            .decode(&file, &mut buf)
-                            .map(|events| events.into_iter().map(Arc::new).collect());
+                        let events = match chunk {
+                            Chunk::Runs { runs: which, bytes } => Part {
+                                start: bytes.start,
+                                end: bytes.end,
+                                after,
+                                before,
+                            }
+                            .decode_runs(&file, &runs[which.clone()], &mut buf),
+                            Chunk::Lines(bytes) => Part {
+                                start: bytes.start,
+                                end: bytes.end,
+                                after,
+                                before,
+                            }
+                            .decode(&file, &mut buf),
+                        }
+                        .map(|events| events.into_iter().map(Arc::new).collect());
                         if tx.blocking_send(events).is_err() {
                             break; // The replay was dropped.
                         }
@@ -333,11 +359,9 @@ impl Part {
             let mut run = 0..0;
             let mut past_end = false;
             while let Some(newline) = memchr::memchr(b'\n', &buf[used.max(searched)..]) {
-                let line_end = used.max(searched) + newline;
-                let line = &buf[used..line_end];
+                let line = used..used.max(searched) + newline;
                 let line_start = offset + used as u64;
-                let line_at = used;
-                used = line_end + 1;
+                used = line.end + 1;
                 if std::mem::take(&mut skip_line) {
                     continue;
                 }
@@ -345,20 +369,7 @@ impl Part {
                     past_end = true;
                     break;
                 }
-                match line_kind(line) {
-                    LineKind::Event(seq) if self.wanted(seq) => {
-                        if run.end != line_at {
-                            decode_event_lines(&buf[run], &mut events);
-                            run = line_at..line_at;
-                        }
-                        run.end = used;
-                    }
-                    kind => {
-                        decode_event_lines(&buf[run], &mut events);
-                        run = used..used;
-                        self.keep_other(kind, line, &mut events);
-                    }
-                }
+                self.take_line(buf, line, &mut run, &mut events);
             }
             decode_event_lines(&buf[run], &mut events);
             if past_end {
@@ -393,6 +404,63 @@ impl Part {
             buf.drain(..used);
             offset += used as u64;
             searched = buf.len();
+        }
+    }
+
+    /// [`Part::decode`] for a part whose event lines are `runs` (of the rollout's
+    /// [`EventIndex`]): only they are read, then decoded together. Where the file does not
+    /// hold whole lines as the index says, the part is read line by line instead.
+    fn decode_runs(
+        self,
+        file: &std::fs::File,
+        runs: &[Range<u64>],
+        buf: &mut Vec<u8>,
+    ) -> std::io::Result<Vec<ThreadEvent>> {
+        if !read_runs(file, runs, buf)? {
+            tracing::warn!(
+                "a rollout does not hold the event lines its index gives in bytes {}..{}; \
+                 reading them line by line",
+                self.start,
+                self.end
+            );
+            return self.decode(file, buf);
+        }
+        let mut events = Vec::with_capacity(memchr::memchr_iter(b'\n', buf).count());
+        let mut run = 0..0;
+        let mut at = 0;
+        while let Some(newline) = memchr::memchr(b'\n', &buf[at..]) {
+            let line = at..at + newline;
+            at = line.end + 1;
+            self.take_line(buf, line, &mut run, &mut events);
+        }
+        decode_event_lines(&buf[run], &mut events);
+        Ok(events)
+    }
+
+    /// Takes the whole line `buf[line]`, followed by its newline: an event line to keep
+    /// joins `run`, the consecutive event lines that are decoded together once a line of
+    /// another kind ends it (or the caller, at the end); other lines are kept as events
+    /// when they decode as ones to keep.
+    fn take_line(
+        self,
+        buf: &[u8],
+        line: Range<usize>,
+        run: &mut Range<usize>,
+        events: &mut Vec<ThreadEvent>,
+    ) {
+        match line_kind(&buf[line.clone()]) {
+            LineKind::Event(seq) if self.wanted(seq) => {
+                if run.end != line.start {
+                    decode_event_lines(&buf[run.clone()], events);
+                    *run = line.start..line.start;
+                }
+                run.end = line.end + 1;
+            }
+            kind => {
+                decode_event_lines(&buf[run.clone()], events);
+                *run = line.end + 1..line.end + 1;
+                self.keep_other(kind, &buf[line], events);
+            }
         }
     }
 
@@ -498,6 +566,7 @@ pub(crate) fn resumed_from_bytes(
         closed_calls,
         warnings: scan.warnings,
         tail: scan.tail,
+        event_index: scan.index,
     })
 }
 
@@ -518,6 +587,8 @@ fn close_unanswered_calls(history: &[ResponseItem]) -> Vec<ResponseItem> {
 struct Scan {
     warnings: Vec<String>,
     tail: Tail,
+    /// Where the event lines are (see [`ResumedSession::event_index`]).
+    index: EventIndex,
 }
 
 /// What [`scan`] does with the `event` lines it meets.
@@ -539,6 +610,7 @@ fn scan(
     let mut warnings = Vec::new();
     let mut skipped = 0usize;
     let mut tail = Tail::Clean;
+    let mut index = EventIndex::default();
     let mut offset = 0usize;
     let mut number = 0usize;
     while offset < bytes.len() {
@@ -552,9 +624,12 @@ fn scan(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        // With the newline a last line without one gets when the file is continued.
+        let line_range = start as u64..(start + line.len() + 1) as u64;
         let item = match (&mut events, line_kind(line)) {
             (EventLines::SeqOnly(seen), LineKind::Event(seq)) if terminated => {
                 seen(seq);
+                index.event_line(line_range);
                 continue;
             }
             (_, LineKind::Event(_)) => decode_event_line(line, None).map(RolloutItem::Event),
@@ -563,6 +638,9 @@ fn scan(
         };
         match item {
             Ok(item) => {
+                if matches!(item, RolloutItem::Event(_)) {
+                    index.event_line(line_range);
+                }
                 visit(item);
                 if !terminated {
                     tail = Tail::MissingNewline;
@@ -589,6 +667,12 @@ fn scan(
             }
         }
     }
+    index.cover(match tail {
+        Tail::Clean => bytes.len() as u64,
+        Tail::MissingNewline => bytes.len() as u64 + 1,
+        Tail::Torn(at) => at,
+    });
+    index.shrink_to_fit();
     if skipped > warnings.len() {
         warnings.push(format!(
             "{}: {} more unreadable lines skipped",
@@ -596,7 +680,11 @@ fn scan(
             skipped - warnings.len()
         ));
     }
-    Scan { warnings, tail }
+    Scan {
+        warnings,
+        tail,
+        index,
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use tokio::sync::{mpsc, oneshot};
 
+use super::event_index::EventIndex;
 use super::reader::{Tail, UNFINISHED_CALL_OUTPUT, resumed_from_bytes};
 use super::writer::{Command, Shared, write_loop};
 use super::{
@@ -75,7 +76,13 @@ impl RolloutRecorder {
             let _ = std::fs::remove_file(&path);
             return Err(err);
         }
-        Ok(Self::spawn(path, file, head.len() as u64))
+        let len = head.len() as u64;
+        Ok(Self::spawn(
+            path,
+            file,
+            len,
+            EventIndex::without_events(len),
+        ))
     }
 
     /// Opens the rollout at `path` to continue its thread: takes the lock
@@ -87,17 +94,20 @@ impl RolloutRecorder {
         path: &Path,
         recover_patches: impl FnOnce() -> Vec<RecoveredPatch>,
     ) -> Result<(Self, ResumedSession), RolloutError> {
-        let (file, session) = open_to_continue(path, recover_patches)?;
+        let (file, mut session) = open_to_continue(path, recover_patches)?;
         let len = file
             .metadata()
             .map_err(|e| RolloutError::io(path, e))?
             .len();
-        Ok((Self::spawn(path.to_path_buf(), file, len), session))
+        let index = std::mem::take(&mut session.event_index);
+        Ok((Self::spawn(path.to_path_buf(), file, len, index), session))
     }
 
-    fn spawn(path: PathBuf, file: File, len: u64) -> Self {
+    /// Starts the writer of the file at `path`, whose first `len` bytes are written and
+    /// whose event lines `index` gives.
+    fn spawn(path: PathBuf, file: File, len: u64, index: EventIndex) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(index));
         tokio::spawn(write_loop(path.clone(), file, len, shared.clone(), rx));
         Self {
             path: Arc::new(path),
@@ -109,6 +119,11 @@ impl RolloutRecorder {
     /// The rollout file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the event lines written to the file so far are: a replay reads only them.
+    pub(crate) fn event_index(&self) -> EventIndex {
+        self.shared.index()
     }
 
     /// Why records are no longer written, when a write failed: the path and the cause.
@@ -144,7 +159,7 @@ impl RolloutRecorder {
         }
         let line = encode_event_line(event);
         let len = line.len();
-        self.send(Command::Record(line));
+        self.send(Command::Event(line));
         len
     }
 
@@ -236,6 +251,8 @@ pub(crate) fn open_to_continue(
         let _ = file.set_len(kept);
         return Err(io_err(err));
     }
+    // What was added holds history items (and the newline a last line lacked).
+    session.event_index.cover(kept + repair.len() as u64);
     Ok((file, session))
 }
 

@@ -595,7 +595,7 @@ async fn a_listing_by_creation_can_keep_to_one_working_directory() {
 }
 
 /// Resumes `path`, waiting for an earlier recorder of it to close.
-async fn reopen(path: &Path) -> (RolloutRecorder, ResumedSession) {
+pub(crate) async fn reopen(path: &Path) -> (RolloutRecorder, ResumedSession) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         match RolloutRecorder::resume(path, Vec::new) {

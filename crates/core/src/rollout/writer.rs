@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use super::event_index::EventIndex;
 use super::reader::resumed_from_bytes;
 use super::{ResumedSession, RolloutError};
 use crate::sync::lock;
@@ -30,6 +31,8 @@ static BLOCKING_IO: Semaphore = Semaphore::const_new(16);
 #[derive(Debug)]
 pub(super) enum Command {
     Record(String),
+    /// One `event` line.
+    Event(String),
     Flush(oneshot::Sender<io::Result<()>>),
     Sync(oneshot::Sender<io::Result<()>>),
     Close(oneshot::Sender<io::Result<()>>),
@@ -39,12 +42,27 @@ pub(super) enum Command {
 }
 
 /// The writer's state that the recorder reads without asking the task.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Shared {
     failure: Mutex<Option<Failure>>,
+    /// Where the event lines written so far are.
+    index: Mutex<EventIndex>,
 }
 
 impl Shared {
+    /// A writer's shared state, for a file indexed by `index`.
+    pub(super) fn new(index: EventIndex) -> Self {
+        Self {
+            failure: Mutex::default(),
+            index: Mutex::new(index),
+        }
+    }
+
+    /// Where the event lines written so far are.
+    pub(super) fn index(&self) -> EventIndex {
+        lock(&self.index).clone()
+    }
+
     /// Why writing stopped, when it did.
     pub(super) fn failure(&self) -> Option<String> {
         lock(&self.failure).as_ref().map(|f| f.message.clone())
@@ -88,6 +106,7 @@ pub(super) async fn write_loop(
         path,
         file: Arc::new(file),
         pending: Vec::new(),
+        pending_events: Vec::new(),
         len,
         dir_synced: false,
         shared,
@@ -101,7 +120,12 @@ pub(super) async fn write_loop(
     while let Some(command) = commands.recv().await {
         match *command {
             Command::Record(lines) => {
-                if out.queue(&lines) {
+                if out.queue(&lines, false) {
+                    let _ = Box::pin(out.flush()).await;
+                }
+            }
+            Command::Event(line) => {
+                if out.queue(&line, true) {
                     let _ = Box::pin(out.flush()).await;
                 }
             }
@@ -135,6 +159,8 @@ struct Batch {
     path: PathBuf,
     file: Arc<File>,
     pending: Vec<u8>,
+    /// Where the event lines in `pending` will be in the file, once written.
+    pending_events: Vec<std::ops::Range<u64>>,
     /// The bytes of the file that hold complete records.
     len: u64,
     /// Whether the directory entry of the file has been synced.
@@ -155,11 +181,16 @@ impl Batch {
         error
     }
 
-    /// Queues `lines`; `true` when [`WRITE_BUFFER`] bytes wait and should be written.
-    fn queue(&mut self, lines: &str) -> bool {
+    /// Queues `lines` (one event line when `event`); `true` when [`WRITE_BUFFER`] bytes
+    /// wait and should be written.
+    fn queue(&mut self, lines: &str, event: bool) -> bool {
         if self.failed().is_some() {
             // Dropped: the history on disk stops at the failure.
             return false;
+        }
+        if event {
+            let at = self.len + self.pending.len() as u64;
+            self.pending_events.push(at..at + lines.len() as u64);
         }
         self.pending.extend_from_slice(lines.as_bytes());
         self.pending.len() >= WRITE_BUFFER
@@ -185,12 +216,14 @@ impl Batch {
     async fn write_out(&mut self, sync: bool) -> io::Result<()> {
         if let Some(failure) = self.failed() {
             self.pending.clear();
+            self.pending_events.clear();
             return Err(failure.error());
         }
         if self.pending.is_empty() && !sync {
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
+        let events = std::mem::take(&mut self.pending_events);
         let written = pending.len() as u64;
         let len = self.len;
         // The outer result is the write's, the inner one the sync's.
@@ -210,6 +243,10 @@ impl Batch {
         match result {
             Ok(synced) => {
                 self.len += written;
+                let mut index = lock(&self.shared.index);
+                events.into_iter().for_each(|line| index.event_line(line));
+                index.cover(self.len);
+                drop(index);
                 synced.map_err(|err| self.fail(&err))
             }
             Err(err) => Err(self.fail(&err)),
@@ -230,9 +267,10 @@ impl Batch {
     /// failure: the thread continues from what was saved.
     async fn recover(&mut self) -> Result<ResumedSession, RolloutError> {
         self.pending.clear();
+        self.pending_events.clear();
         let (len, path) = (self.len, self.path.clone());
         let file = Arc::clone(&self.file);
-        let read = tokio::task::spawn_blocking(move || {
+        let mut read = tokio::task::spawn_blocking(move || {
             file.set_len(len).map_err(|e| RolloutError::io(&path, e))?;
             let mut bytes = std::fs::read(&path).map_err(|e| RolloutError::io(&path, e))?;
             bytes.truncate(usize::try_from(len).unwrap_or(usize::MAX));
@@ -240,6 +278,7 @@ impl Batch {
         })
         .await
         .unwrap_or_else(|join| Err(RolloutError::io(&self.path, io::Error::other(join))))?;
+        *lock(&self.shared.index) = std::mem::take(&mut read.event_index);
         *lock(&self.shared.failure) = None;
         Ok(read)
     }

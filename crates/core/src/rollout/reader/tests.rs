@@ -6,7 +6,7 @@ use std::time::Duration;
 use deputy_protocol::{ItemEvent, ResponseItem, ThreadEvent, ThreadEventMsg, ThreadItem};
 use pretty_assertions::assert_eq;
 
-use super::{EventReplay, read_events};
+use super::{Chunk, EventIndex, EventReplay, read_events};
 use crate::rollout::tests::{id_at, meta, one_turn, user_message};
 use crate::rollout::{RolloutRecorder, encode_event_line};
 
@@ -118,14 +118,7 @@ async fn a_replay_reads_the_file_about_once() {
     recorder.close().await.expect("close");
     let len = std::fs::metadata(recorder.path()).expect("stat").len();
 
-    // Bytes read by this thread (the parts are decoded here, one after the other).
-    let read_so_far = || -> u64 {
-        let io = std::fs::read_to_string("/proc/thread-self/io").expect("task io accounting");
-        io.lines()
-            .find_map(|line| line.strip_prefix("rchar: "))
-            .and_then(|n| n.parse().ok())
-            .expect("rchar")
-    };
+    // The parts are decoded here, one after the other.
     let part_bytes = 64 << 10;
     let file = std::fs::File::open(recorder.path()).expect("open");
     let before = read_so_far();
@@ -147,6 +140,72 @@ async fn a_replay_reads_the_file_about_once() {
     );
 }
 
+#[tokio::test]
+async fn an_indexed_replay_reads_the_event_lines_and_not_the_long_lines_between() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let recorder = RolloutRecorder::create(
+        home.path(),
+        &meta(&id_at(1_741_064_774), Path::new("/w")),
+        &[],
+    )
+    .expect("create");
+    // A few event lines, then a long history line (a large command output), in turn.
+    let mut seq = 0;
+    for _ in 0..40 {
+        for _ in 0..3 {
+            seq += 1;
+            recorder.record_event(&user_message(seq, "e".repeat(700)));
+        }
+        recorder.record_items([&ResponseItem::assistant_text("h".repeat(100_000))]);
+    }
+    recorder.close().await.expect("close");
+    let index = recorder.event_index();
+    let len = std::fs::metadata(recorder.path()).expect("stat").len();
+    let event_bytes: u64 = index.runs().iter().map(|run| run.end - run.start).sum();
+    assert!(
+        event_bytes * 30 < len,
+        "{event_bytes} of {len} bytes are events"
+    );
+
+    let file = std::fs::File::open(recorder.path()).expect("open");
+    let before = read_so_far();
+    let mut events = Vec::new();
+    for chunk in index.chunks(len, 64 << 10) {
+        let Chunk::Runs { runs, bytes } = chunk else {
+            panic!("the index covers the file: {chunk:?}");
+        };
+        let part = super::Part {
+            start: bytes.start,
+            end: bytes.end,
+            after: 0,
+            before: u64::MAX,
+        };
+        events.extend(
+            part.decode_runs(&file, &index.runs()[runs], &mut Vec::new())
+                .expect("decode"),
+        );
+    }
+    let read = read_so_far() - before;
+    assert_eq!(
+        events,
+        read_events(recorder.path(), 0, u64::MAX).expect("read")
+    );
+    assert_eq!(events.len(), 120);
+    assert!(
+        read < event_bytes + event_bytes / 4,
+        "{read} bytes read for {event_bytes} bytes of event lines"
+    );
+}
+
+/// Bytes read by this thread so far.
+fn read_so_far() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").expect("task io accounting");
+    io.lines()
+        .find_map(|line| line.strip_prefix("rchar: "))
+        .and_then(|n| n.parse().ok())
+        .expect("rchar")
+}
+
 /// Every event an [`EventReplay`] of `path` with `decoders` threads and chunks of
 /// `chunk_bytes` hands over, in order.
 async fn replayed(
@@ -156,7 +215,14 @@ async fn replayed(
     chunk_bytes: u64,
 ) -> Vec<ThreadEvent> {
     let len = std::fs::metadata(path).expect("stat").len();
-    let mut replay = EventReplay::start_with(path, len, range, decoders, chunk_bytes);
+    let mut replay = EventReplay::start_with(
+        path,
+        &EventIndex::default(),
+        len,
+        range,
+        decoders,
+        chunk_bytes,
+    );
     let mut events = Vec::new();
     while let Some(event) = replay.next().await {
         events.push(ThreadEvent::clone(&event.expect("event")));
@@ -214,7 +280,14 @@ fn dropping_a_replay_stops_its_threads() {
     let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
         // Each decoder soon waits with its chunks ready.
-        let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
+        let mut replay = EventReplay::start_with(
+            &path,
+            &EventIndex::default(),
+            len,
+            (0, u64::MAX),
+            2,
+            64 << 10,
+        );
         let first = replay.next().await.expect("an event").expect("decoded");
         assert_eq!(first.seq, 1);
         drop(replay);
@@ -234,7 +307,14 @@ fn a_replay_read_to_its_last_event_holds_no_thread() {
     let len = std::fs::metadata(&path).expect("stat").len();
     let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
-        let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
+        let mut replay = EventReplay::start_with(
+            &path,
+            &EventIndex::default(),
+            len,
+            (0, u64::MAX),
+            2,
+            64 << 10,
+        );
         // Read up to the last event and no further, as a subscriber reading up to a
         // point does, and kept.
         let mut seq = 0;
@@ -258,7 +338,14 @@ async fn a_chunk_handed_out_goes_back_to_the_thread_that_decoded_it() {
     let path = kilobyte_events(home.path(), 1000).await;
     let len = std::fs::metadata(&path).expect("stat").len();
 
-    let mut replay = EventReplay::start_with(&path, len, (0, u64::MAX), 2, 64 << 10);
+    let mut replay = EventReplay::start_with(
+        &path,
+        &EventIndex::default(),
+        len,
+        (0, u64::MAX),
+        2,
+        64 << 10,
+    );
     let first = replay.next().await.expect("an event").expect("decoded");
     assert_eq!(first.seq, 1);
     assert_eq!(
