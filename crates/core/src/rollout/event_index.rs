@@ -114,11 +114,17 @@ impl EventIndex {
 }
 
 /// Reads the lines of `runs` into `buf` (emptied first), one after the other: runs with
-/// little between them are read together and what lies between is dropped. `false` when
-/// the file does not hold whole lines there (it was changed behind the index's back).
-pub(crate) fn read_runs(file: &File, runs: &[Range<u64>], buf: &mut Vec<u8>) -> io::Result<bool> {
+/// little between them are read together and what lies between is dropped. Returns where
+/// in `buf` the lines start (after the newline that ends the line before them), or `None`
+/// when the file does not hold whole lines there (it was changed behind the index's back).
+pub(crate) fn read_runs(
+    file: &File,
+    runs: &[Range<u64>],
+    buf: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
     let mut file = file;
     buf.clear();
+    let mut lines_start = None;
     let mut rest = runs;
     while let Some(first) = rest.first() {
         let mut together = 1;
@@ -130,38 +136,44 @@ pub(crate) fn read_runs(file: &File, runs: &[Range<u64>], buf: &mut Vec<u8>) -> 
         }
         let (stretch, after) = rest.split_at(together);
         rest = after;
-        // From the byte before the first line: the newline that ends the line before it.
+        // From the byte before the first line, the newline that ends the line before it,
+        // read over the newline `buf` ends with (in a file that matches, the same byte):
+        // runs with nothing between them then stay where they are read.
         let from = first.start.saturating_sub(1);
         let to = stretch.last().map_or(from, |run| run.end).max(from);
+        buf.pop();
         let at = buf.len();
         file.seek(SeekFrom::Start(from))?;
         if file.take(to - from).read_to_end(buf)? as u64 != to - from {
-            return Ok(false); // The file is shorter than the index says.
+            return Ok(None); // The file is shorter than the index says.
         }
         // Where each run lies in `buf`: in file order, each starting and ending a line.
         let mut lines = Vec::with_capacity(stretch.len());
         let mut previous_end = first.start;
         for run in stretch {
             if run.start < previous_end || run.end <= run.start || run.end > to {
-                return Ok(false);
+                return Ok(None);
             }
             previous_end = run.end;
             let line = at + (run.start - from) as usize..at + (run.end - from) as usize;
             let starts_line = run.start == 0 || buf[line.start - 1] == b'\n';
             if !starts_line || buf[line.end - 1] != b'\n' {
-                return Ok(false);
+                return Ok(None);
             }
             lines.push(line);
         }
-        let mut moved_to = at;
+        let mut moved_to = lines.first().map_or(at, |line| line.start);
+        lines_start.get_or_insert(moved_to);
         for line in lines {
             let len = line.len();
-            buf.copy_within(line, moved_to);
+            if line.start != moved_to {
+                buf.copy_within(line, moved_to);
+            }
             moved_to += len;
         }
         buf.truncate(moved_to);
     }
-    Ok(true)
+    Ok(Some(lines_start.unwrap_or(0)))
 }
 
 #[cfg(test)]

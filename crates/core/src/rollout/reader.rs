@@ -416,7 +416,7 @@ impl Part {
         runs: &[Range<u64>],
         buf: &mut Vec<u8>,
     ) -> std::io::Result<Vec<ThreadEvent>> {
-        if !read_runs(file, runs, buf)? {
+        let Some(lines_start) = read_runs(file, runs, buf)? else {
             tracing::warn!(
                 "a rollout does not hold the event lines its index gives in bytes {}..{}; \
                  reading them line by line",
@@ -424,10 +424,10 @@ impl Part {
                 self.end
             );
             return self.decode(file, buf);
-        }
+        };
         let mut events = Vec::with_capacity(memchr::memchr_iter(b'\n', buf).count());
-        let mut run = 0..0;
-        let mut at = 0;
+        let mut run = lines_start..lines_start;
+        let mut at = lines_start;
         while let Some(newline) = memchr::memchr(b'\n', &buf[at..]) {
             let line = at..at + newline;
             at = line.end + 1;
