@@ -21,7 +21,7 @@ const GAP_READ_BYTES: u64 = 16 << 10;
 /// The most bytes read at once.
 const READ_BYTES: u64 = 1 << 20;
 
-/// The event lines of a rollout's first [`EventIndex::covered`] bytes: runs of
+/// The event lines of a rollout's first `covered` bytes: runs of
 /// consecutive whole lines (newlines included), in file order. Every line there that may
 /// hold an event — an `event` line, or a line written some other way that decodes as one —
 /// is in a run; what no run holds has none.
@@ -125,6 +125,8 @@ pub(crate) fn read_runs(
     let mut file = file;
     buf.clear();
     let mut lines_start = None;
+    // The runs must be in file order, each after the one before.
+    let mut previous_end = 0;
     let mut rest = runs;
     while let Some(first) = rest.first() {
         let mut together = 1;
@@ -149,7 +151,6 @@ pub(crate) fn read_runs(
         }
         // Where each run lies in `buf`: in file order, each starting and ending a line.
         let mut lines = Vec::with_capacity(stretch.len());
-        let mut previous_end = first.start;
         for run in stretch {
             if run.start < previous_end || run.end <= run.start || run.end > to {
                 return Ok(None);

@@ -197,3 +197,32 @@ async fn a_file_changed_behind_its_index_still_replays_every_event() {
     let events = replayed(&path, &index, (0, u64::MAX), 2, 64 << 10).await;
     assert_eq!(seqs(&events), seqs(&all));
 }
+
+#[test]
+fn runs_are_read_only_as_whole_lines_in_file_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("lines");
+    // Two short lines far apart (each read on its own), a third right after the second.
+    let far = "x".repeat(40_000);
+    std::fs::write(&path, format!("a\n{far}\nbb\nccc\n")).expect("write");
+    let file = std::fs::File::open(&path).expect("open");
+    let b = 40_003..40_006;
+    let c = 40_006..40_010;
+    let read = |runs: &[std::ops::Range<u64>]| {
+        let mut buf = Vec::new();
+        super::read_runs(&file, runs, &mut buf)
+            .expect("read")
+            .map(|start| String::from_utf8(buf[start..].to_vec()).expect("utf-8"))
+    };
+    assert_eq!(
+        read(&[0..2, b.clone(), c.clone()]).as_deref(),
+        Some("a\nbb\nccc\n")
+    );
+    assert_eq!(read(std::slice::from_ref(&b)).as_deref(), Some("bb\n"));
+    assert_eq!(read(&[b.clone(), 0..2]), None, "out of order");
+    assert_eq!(read(&[0..2, b.clone(), b.clone()]), None, "read twice");
+    let one = |run: std::ops::Range<u64>| read(std::slice::from_ref(&run));
+    assert_eq!(one(1..2), None, "not a line's start");
+    assert_eq!(one(0..1), None, "not a line's end");
+    assert_eq!(one(c.start..c.end + 1), None, "past the file's end");
+}
