@@ -313,7 +313,7 @@ impl EventLog {
         let rollout = self.rollout.as_ref()?;
         // Evicted events may still sit in the writer's buffer.
         let _ = rollout.flush().await;
-        EventReplay::start_indexed(rollout.path(), rollout.event_index(), after, before)
+        EventReplay::start(rollout.path(), rollout.event_index(), after, before)
             .inspect_err(|err| tracing::warn!("cannot replay past events: {err}"))
             .ok()
     }

@@ -150,14 +150,10 @@ const CHUNK_BYTES: u64 = 256 << 10;
 const CHUNKS_AHEAD: usize = 2;
 
 impl EventReplay {
-    /// Starts replaying the events of the rollout at `path` with `after < seq < before`.
-    /// Must be called within a tokio runtime.
-    pub fn start(path: &Path, after: u64, before: u64) -> Result<Self, RolloutError> {
-        Self::start_indexed(path, EventIndex::default(), after, before)
-    }
-
-    /// [`EventReplay::start`] for a rollout whose event lines `index` says where to find.
-    pub(crate) fn start_indexed(
+    /// Starts replaying the events of the rollout at `path` with `after < seq < before`,
+    /// reading what `index` covers by its runs of event lines. Must be called within a
+    /// tokio runtime.
+    pub(crate) fn start(
         path: &Path,
         index: EventIndex,
         after: u64,
@@ -181,7 +177,7 @@ impl EventReplay {
         ))
     }
 
-    /// [`EventReplay::start_indexed`] for the first `len` bytes of the file (and the line
+    /// [`EventReplay::start`] for the first `len` bytes of the file (and the line
     /// running past them), `decoders` threads and chunks of `chunk_bytes`.
     pub(crate) fn start_with(
         path: &Path,

@@ -87,6 +87,30 @@ fn output(call_id: &str, text: &str) -> ResponseItem {
     }
 }
 
+/// The recorder of a new rollout under `home` without history, for a thread created at
+/// `secs`.
+pub(crate) fn empty_rollout(home: &Path, secs: u64) -> RolloutRecorder {
+    RolloutRecorder::create(home, &meta(&id_at(secs), Path::new("/w")), &[]).expect("create")
+}
+
+/// Every event an [`EventReplay`] of `path` by `index` with `decoders` threads and chunks
+/// of `chunk_bytes` hands over, in order.
+pub(crate) async fn replayed(
+    path: &Path,
+    index: &event_index::EventIndex,
+    range: (u64, u64),
+    decoders: usize,
+    chunk_bytes: u64,
+) -> Vec<ThreadEvent> {
+    let len = std::fs::metadata(path).expect("stat").len();
+    let mut replay = EventReplay::start_with(path, index, len, range, decoders, chunk_bytes);
+    let mut events = Vec::new();
+    while let Some(event) = replay.next().await {
+        events.push(ThreadEvent::clone(&event.expect("event")));
+    }
+    events
+}
+
 /// A rollout with one finished turn that ran one command.
 pub(crate) async fn one_turn(home: &Path, id: &str) -> RolloutRecorder {
     let recorder = RolloutRecorder::create(

@@ -4,19 +4,17 @@ use std::path::Path;
 use deputy_protocol::{ResponseItem, ThreadEvent};
 use pretty_assertions::assert_eq;
 
-use super::{EventIndex, MAX_RUN_BYTES};
+use super::MAX_RUN_BYTES;
 use crate::rollout::event_line::{LineKind, line_kind};
 use crate::rollout::reader::resumed_from_bytes;
-use crate::rollout::tests::{id_at, meta, reopen, user_message};
-use crate::rollout::{EventReplay, RolloutRecorder, read_events};
+use crate::rollout::tests::{empty_rollout, reopen, replayed, user_message};
+use crate::rollout::{RolloutRecorder, read_events};
 
 /// Writes runs of event lines of every length (some longer than an index entry may span,
 /// some lines longer than that alone), with history items between some, flushed at
 /// different points; returns the recorder and the last seq.
 async fn mixed_rollout(home: &Path) -> (RolloutRecorder, u64) {
-    let recorder =
-        RolloutRecorder::create(home, &meta(&id_at(1_741_064_780), Path::new("/w")), &[])
-            .expect("create");
+    let recorder = empty_rollout(home, 1_741_064_780);
     let mut seq = 0;
     let shapes = [
         (1, 10, true),
@@ -39,23 +37,6 @@ async fn mixed_rollout(home: &Path) -> (RolloutRecorder, u64) {
     }
     recorder.sync().await.expect("sync");
     (recorder, seq)
-}
-
-/// Every event a replay of `path` by `index` hands over, in order.
-async fn replayed(
-    path: &Path,
-    index: &EventIndex,
-    range: (u64, u64),
-    decoders: usize,
-    chunk_bytes: u64,
-) -> Vec<ThreadEvent> {
-    let len = std::fs::metadata(path).expect("stat").len();
-    let mut replay = EventReplay::start_with(path, index, len, range, decoders, chunk_bytes);
-    let mut events = Vec::new();
-    while let Some(event) = replay.next().await {
-        events.push(ThreadEvent::clone(&event.expect("event")));
-    }
-    events
 }
 
 /// The seqs of `events`.

@@ -7,8 +7,8 @@ use deputy_protocol::{ItemEvent, ResponseItem, ThreadEvent, ThreadEventMsg, Thre
 use pretty_assertions::assert_eq;
 
 use super::{Chunk, EventIndex, EventReplay, read_events};
-use crate::rollout::tests::{id_at, meta, one_turn, user_message};
-use crate::rollout::{RolloutRecorder, encode_event_line};
+use crate::rollout::encode_event_line;
+use crate::rollout::tests::{empty_rollout, id_at, one_turn, replayed, user_message};
 
 #[tokio::test]
 async fn a_large_rollout_replayed_in_chunks_gives_every_event_once_in_order() {
@@ -33,12 +33,26 @@ async fn a_large_rollout_replayed_in_chunks_gives_every_event_once_in_order() {
     assert_eq!(window.last().map(|e| e.seq), Some(seq - 11));
     for decoders in 1..=4 {
         for chunk_bytes in [64 << 10, 1 << 20, 5 << 20] {
-            let replay = replayed(recorder.path(), (0, u64::MAX), decoders, chunk_bytes).await;
+            let replay = replayed(
+                recorder.path(),
+                &EventIndex::default(),
+                (0, u64::MAX),
+                decoders,
+                chunk_bytes,
+            )
+            .await;
             assert_eq!(replay, all, "{decoders} threads, chunks of {chunk_bytes}");
         }
     }
     assert_eq!(
-        replayed(recorder.path(), (start + 10, seq - 10), 3, 100_000).await,
+        replayed(
+            recorder.path(),
+            &EventIndex::default(),
+            (start + 10, seq - 10),
+            3,
+            100_000
+        )
+        .await,
         window
     );
     let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
@@ -49,12 +63,7 @@ async fn a_large_rollout_replayed_in_chunks_gives_every_event_once_in_order() {
 #[tokio::test]
 async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
     let home = tempfile::tempdir().expect("tempdir");
-    let recorder = RolloutRecorder::create(
-        home.path(),
-        &meta(&id_at(1_741_064_768), Path::new("/w")),
-        &[],
-    )
-    .expect("create");
+    let recorder = empty_rollout(home.path(), 1_741_064_768);
     // Lines from a few bytes to well over a read chunk, some parts ending inside them —
     // event lines, and between them other lines, which are skipped without being kept.
     let lengths = [10, 3 << 20, 5, 1 << 20, 70_000, 0, 2 << 20, 17];
@@ -91,7 +100,14 @@ async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
     );
     for decoders in 1..=4 {
         for chunk_bytes in [999, 70_000, 1 << 20, 3 << 20, 64 << 20] {
-            let events = replayed(&path, (0, u64::MAX), decoders, chunk_bytes).await;
+            let events = replayed(
+                &path,
+                &EventIndex::default(),
+                (0, u64::MAX),
+                decoders,
+                chunk_bytes,
+            )
+            .await;
             assert_eq!(
                 lengths_of(events),
                 expected,
@@ -104,12 +120,7 @@ async fn lines_longer_than_a_chunk_and_a_torn_end_are_replayed_alike() {
 #[tokio::test]
 async fn a_replay_reads_the_file_about_once() {
     let home = tempfile::tempdir().expect("tempdir");
-    let recorder = RolloutRecorder::create(
-        home.path(),
-        &meta(&id_at(1_741_064_773), Path::new("/w")),
-        &[],
-    )
-    .expect("create");
+    let recorder = empty_rollout(home.path(), 1_741_064_773);
     // Event lines and longer history lines in turn: many parts end inside a line of each.
     for seq in 1..=1500 {
         recorder.record_event(&user_message(seq, "e".repeat(700)));
@@ -143,12 +154,7 @@ async fn a_replay_reads_the_file_about_once() {
 #[tokio::test]
 async fn an_indexed_replay_reads_the_event_lines_and_not_the_long_lines_between() {
     let home = tempfile::tempdir().expect("tempdir");
-    let recorder = RolloutRecorder::create(
-        home.path(),
-        &meta(&id_at(1_741_064_774), Path::new("/w")),
-        &[],
-    )
-    .expect("create");
+    let recorder = empty_rollout(home.path(), 1_741_064_774);
     // A few event lines, then a long history line (a large command output), in turn.
     let mut seq = 0;
     for _ in 0..40 {
@@ -206,35 +212,9 @@ fn read_so_far() -> u64 {
         .expect("rchar")
 }
 
-/// Every event an [`EventReplay`] of `path` with `decoders` threads and chunks of
-/// `chunk_bytes` hands over, in order.
-async fn replayed(
-    path: &Path,
-    range: (u64, u64),
-    decoders: usize,
-    chunk_bytes: u64,
-) -> Vec<ThreadEvent> {
-    let len = std::fs::metadata(path).expect("stat").len();
-    let mut replay = EventReplay::start_with(
-        path,
-        &EventIndex::default(),
-        len,
-        range,
-        decoders,
-        chunk_bytes,
-    );
-    let mut events = Vec::new();
-    while let Some(event) = replay.next().await {
-        events.push(ThreadEvent::clone(&event.expect("event")));
-    }
-    events
-}
-
 /// A rollout of `count` events of about 1 KB (about sixteen to a chunk of 64 KiB).
 async fn kilobyte_events(home: &Path, count: u64) -> std::path::PathBuf {
-    let recorder =
-        RolloutRecorder::create(home, &meta(&id_at(1_741_064_771), Path::new("/w")), &[])
-            .expect("create");
+    let recorder = empty_rollout(home, 1_741_064_771);
     let text = "w".repeat(1000);
     for seq in 1..=count {
         recorder.record_event(&user_message(seq, text.clone()));
