@@ -1,7 +1,8 @@
 //! Where a thread's patches keep their journals, and recovering the ones a kill left.
 //!
-//! Each patch is applied with a journal at `$DEPUTY_HOME/patch-journal/<thread>.<n>.json`
-//! (see [`deputy_apply_patch::apply_journaled`]); it is gone once the patch is applied or
+//! Each patch is applied with a journal at
+//! `$DEPUTY_HOME/patch-journal/<thread>.<n>.<call>.json` (see
+//! [`deputy_apply_patch::apply_journaled`]); it is gone once the patch is applied or
 //! rolled back. One that is still there belongs to a patch whose process was killed
 //! mid-write. It is recovered — rolled back, or completed if it had committed — the next
 //! time its thread is resumed, or by `deputy sessions repair`, always under the thread's
@@ -37,12 +38,45 @@ pub(crate) fn journal_for(
         turn_id: turn_id.to_string(),
         call_id: call_id.to_string(),
     };
-    // The call id is the model's; only the thread id and a fresh id make up the name.
-    let name = format!("{thread_id}.{}.json", uuid::Uuid::now_v7());
+    // The name says which call the patch was, so that a journal torn by a kill before its
+    // first write (empty, its label unreadable) still does: the call id is the model's, so
+    // it is there only in hex, and only when short enough for a file name.
+    let fresh = uuid::Uuid::now_v7();
+    let name = if call_id.len() <= MAX_NAMED_CALL_ID {
+        format!("{thread_id}.{fresh}.{}.json", hex(call_id.as_bytes()))
+    } else {
+        format!("{thread_id}.{fresh}.json")
+    };
     JournalFile {
         path: journal_dir(home).join(name),
         label: serde_json::to_string(&label).unwrap_or_default(),
     }
+}
+
+/// The longest call id a journal's name carries (in hex, twice as long): with the thread id
+/// and the fresh id, the name stays well under the 255 bytes a file name may have.
+const MAX_NAMED_CALL_ID: usize = 80;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The call id a journal's name carries, if it carries one.
+fn call_id_in_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".tmp").unwrap_or(name);
+    let stem = stem.strip_suffix(".json")?;
+    // `<thread>.<fresh>.<hex call id>`
+    let mut parts = stem.splitn(3, '.');
+    let (_thread, _fresh, call) = (parts.next()?, parts.next()?, parts.next()?);
+    if call.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = (0..call.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(call.get(at..at + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// What recovering one interrupted patch did.
@@ -135,12 +169,12 @@ fn recover_one(path: &Path) -> RecoveredPatch {
         Ok(recovery) => {
             let label: Option<Label> = serde_json::from_str(&recovery.label).ok();
             RecoveredPatch {
-                call_id: label.map(|l| l.call_id),
+                call_id: label.map(|l| l.call_id).or_else(|| call_id_in_name(path)),
                 report: recovery.to_string(),
             }
         }
         Err(err) => RecoveredPatch {
-            call_id: None,
+            call_id: call_id_in_name(path),
             report: format!(
                 "an interrupted patch could not be recovered ({err}); its files may be half \
                  patched — check them"
@@ -148,3 +182,6 @@ fn recover_one(path: &Path) -> RecoveredPatch {
         },
     }
 }
+
+#[cfg(test)]
+mod tests;
