@@ -256,18 +256,10 @@ async fn two_stopped(stopped: &AtomicUsize) -> bool {
 fn dropping_a_replay_stops_its_threads() {
     let home = tempfile::tempdir().expect("tempdir");
     let path = block_on_new_runtime(kilobyte_events(home.path(), 3000));
-    let len = std::fs::metadata(&path).expect("stat").len();
     let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
         // Each decoder soon waits with its chunks ready.
-        let mut replay = EventReplay::start_with(
-            &path,
-            &EventIndex::default(),
-            len,
-            (0, u64::MAX),
-            2,
-            64 << 10,
-        );
+        let mut replay = two_decoders(&path);
         let first = replay.next().await.expect("an event").expect("decoded");
         assert_eq!(first.seq, 1);
         drop(replay);
@@ -284,17 +276,9 @@ fn dropping_a_replay_stops_its_threads() {
 fn a_replay_read_to_its_last_event_holds_no_thread() {
     let home = tempfile::tempdir().expect("tempdir");
     let path = block_on_new_runtime(kilobyte_events(home.path(), 3000));
-    let len = std::fs::metadata(&path).expect("stat").len();
     let (runtime, stopped) = watched_runtime();
     let stopped_in_time = runtime.block_on(async {
-        let mut replay = EventReplay::start_with(
-            &path,
-            &EventIndex::default(),
-            len,
-            (0, u64::MAX),
-            2,
-            64 << 10,
-        );
+        let mut replay = two_decoders(&path);
         // Read up to the last event and no further, as a subscriber reading up to a
         // point does, and kept.
         let mut seq = 0;
@@ -316,16 +300,8 @@ fn a_replay_read_to_its_last_event_holds_no_thread() {
 async fn a_chunk_handed_out_goes_back_to_the_thread_that_decoded_it() {
     let home = tempfile::tempdir().expect("tempdir");
     let path = kilobyte_events(home.path(), 1000).await;
-    let len = std::fs::metadata(&path).expect("stat").len();
 
-    let mut replay = EventReplay::start_with(
-        &path,
-        &EventIndex::default(),
-        len,
-        (0, u64::MAX),
-        2,
-        64 << 10,
-    );
+    let mut replay = two_decoders(&path);
     let first = replay.next().await.expect("an event").expect("decoded");
     assert_eq!(first.seq, 1);
     assert_eq!(
@@ -347,6 +323,19 @@ async fn a_chunk_handed_out_goes_back_to_the_thread_that_decoded_it() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     assert_eq!(first.seq, 1, "the event outlives the chunk for its holder");
+}
+
+/// A replay of all of `path`, line by line, by two threads in chunks of 64 KiB.
+fn two_decoders(path: &Path) -> EventReplay {
+    let len = std::fs::metadata(path).expect("stat").len();
+    EventReplay::start_with(
+        path,
+        &EventIndex::default(),
+        len,
+        (0, u64::MAX),
+        2,
+        64 << 10,
+    )
 }
 
 fn block_on_new_runtime<T>(future: impl std::future::Future<Output = T>) -> T {
