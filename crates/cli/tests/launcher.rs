@@ -57,6 +57,27 @@ fn the_server_runs_commands_under_the_stand_alone_launcher_beside_it() {
     assert!(told[0].contains(STANDALONE), "{told:?}");
 }
 
+/// Where the static C library is installed, the build links the stand-alone launcher
+/// static-pie (see `build.rs`): the launcher supervising a command has no dynamic loader and
+/// no shared library mapped, and still runs the command and hands back its output.
+#[test]
+fn the_stand_alone_launcher_maps_no_shared_library_where_it_is_linked_static() {
+    let Some(static_launcher) = option_env!("DEPUTY_STATIC_LAUNCHER") else {
+        eprintln!("skipped: this build links the launcher dynamically (no static C library)");
+        return;
+    };
+    assert_eq!(static_launcher, "1");
+    let server = Server::start(json!({}));
+    let script = "readlink /proc/$PPID/exe; echo \"shared: $(grep -c '\\.so' /proc/$PPID/maps)\"";
+    let told = server.run(
+        "danger-full-access",
+        "never",
+        &[shell_command("maps", script)],
+    );
+    assert!(told[0].contains(STANDALONE), "{told:?}");
+    assert!(told[0].contains("shared: 0"), "{told:?}");
+}
+
 #[test]
 fn deputy_sandbox_uses_the_stand_alone_launcher_beside_it() {
     let (_ws, ws) = workspace();
