@@ -48,7 +48,7 @@ fn dynamic_glibc_for_this_machine() -> bool {
         && env("TARGET") == env("HOST")
 }
 
-/// Where the C compiler finds the library file `name` (`libc.a`); `None` when it has none.
+/// Where the C compiler finds the file `name` (`libc.a`, `rcrt1.o`); `None` when it has none.
 fn c_library(name: &str) -> Option<std::path::PathBuf> {
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let output = std::process::Command::new(compiler)
@@ -109,6 +109,11 @@ fn static_launcher() {
         ("pthread", &["libpthread.a"]),
         ("util", &["libutil.a"]),
     ];
+    // `-static-pie` starts the program with `rcrt1.o`, which glibc builds only when
+    // configured for static-pie.
+    if c_library("rcrt1.o").is_none() {
+        return;
+    }
     let mut scripts = Vec::new();
     for (library, archives) in libraries {
         let Some(paths) = archives
