@@ -50,6 +50,8 @@ fn dynamic_glibc_for_this_machine() -> bool {
 
 /// Where the C compiler finds the file `name` (`libc.a`, `rcrt1.o`); `None` when it has none.
 fn c_library(name: &str) -> Option<std::path::PathBuf> {
+    // The answer is the compiler's: a compiler named later is asked again.
+    println!("cargo:rerun-if-env-changed=CC");
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let output = std::process::Command::new(compiler)
         .arg(format!("-print-file-name={name}"))
@@ -77,8 +79,6 @@ fn static_unwinder() {
     if !dynamic_glibc_for_this_machine() {
         return;
     }
-    // Before any early return: a compiler named later is asked again.
-    println!("cargo:rerun-if-env-changed=CC");
     let (Some(found), Some(dir)) = (c_library("libgcc_eh.a"), out_dir("static-unwinder")) else {
         return;
     };
