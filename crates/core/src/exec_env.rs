@@ -7,6 +7,7 @@
 //! drop `exclude`, add `set`, then keep only `include_only` when it is given.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use wildmatch::WildMatch;
@@ -53,6 +54,9 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     "REDIS_URL",
     "MONGODB_URI",
 ];
+
+/// A command's whole environment, `(name, value)` in name order; shared, never changed.
+pub type Environment = Arc<[(String, String)]>;
 
 /// `[shell_environment_policy]` from config.toml.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,12 +120,29 @@ impl ShellEnvironmentPolicy {
         env.into_iter().collect()
     }
 
-    /// The environment for a command, computed from deputy's own (non-UTF-8 variables are left out).
-    pub fn environment(&self) -> Vec<(String, String)> {
-        self.apply(
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        )
+    /// The environment for a command, computed from deputy's own (non-UTF-8 variables are left
+    /// out). deputy never changes its own environment once it runs, so each policy's result is
+    /// computed once and shared: a thousand commands do not each copy deputy's environment and
+    /// match every variable against every pattern.
+    pub fn environment(&self) -> Environment {
+        /// The policies seen last, newest at the end; threads rarely differ in theirs.
+        static COMPUTED: Mutex<Vec<(ShellEnvironmentPolicy, Environment)>> = Mutex::new(Vec::new());
+        const KEPT: usize = 8;
+        let mut computed = COMPUTED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, env)) = computed.iter().find(|(policy, _)| policy == self) {
+            return env.clone();
+        }
+        let env: Environment = self
+            .apply(
+                std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            )
+            .into();
+        if computed.len() == KEPT {
+            computed.remove(0);
+        }
+        computed.push((self.clone(), env.clone()));
+        env
     }
 }
 

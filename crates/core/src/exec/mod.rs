@@ -53,7 +53,7 @@ pub struct ExecRequest {
     /// Stop the process group after this long.
     pub timeout: Duration,
     /// The command's whole environment (nothing else is inherited from deputy).
-    pub env: Vec<(String, String)>,
+    pub env: crate::exec_env::Environment,
     /// `argv[0]` is deputy's launcher, which gives the command a session of its own. Only
     /// then is it started without a fork (see [`start`]); any other command gets its session
     /// in a forked child before exec.

@@ -10,7 +10,7 @@ fn request(script: &str, timeout: Duration) -> ExecRequest {
         argv: vec!["bash".into(), "-c".into(), script.into()],
         cwd: std::env::temp_dir(),
         timeout,
-        env: std::env::vars().collect(),
+        env: std::env::vars().collect::<Vec<_>>().into(),
         supervised: false,
     }
 }
@@ -135,7 +135,7 @@ async fn missing_program_is_a_spawn_error() {
         argv: vec!["definitely-not-a-program-xyz".into()],
         cwd: std::env::temp_dir(),
         timeout: Duration::from_secs(1),
-        env: std::env::vars().collect(),
+        env: std::env::vars().collect::<Vec<_>>().into(),
         supervised: false,
     };
     let err = run_command(&req, &CancellationToken::new(), |_, _| {})
