@@ -22,6 +22,7 @@
 //! see it, and nothing is lost.
 
 mod archive;
+mod dir_sync;
 mod event_index;
 mod event_line;
 mod head;

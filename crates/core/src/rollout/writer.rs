@@ -253,12 +253,17 @@ impl Batch {
         }
     }
 
-    /// Makes the file's entry in its directory survive a power cut (needed once).
+    /// Makes the file's entry in its directory survive a power cut (needed once; a sync
+    /// another writer of the same directory started after this file existed serves too).
     async fn sync_dir(&mut self) -> io::Result<()> {
         let Some(dir) = self.path.parent().map(Path::to_path_buf) else {
             return Ok(());
         };
-        self.blocking(move |_| File::open(dir)?.sync_all()).await?;
+        let sync = || {
+            let dir = dir.clone();
+            self.blocking(move |_| File::open(dir)?.sync_all())
+        };
+        super::dir_sync::sync_directory(&dir, sync).await?;
         self.dir_synced = true;
         Ok(())
     }
