@@ -8,7 +8,7 @@
 //! a ticket taken once its file exists, and any sync started after the ticket was issued
 //! serves it — the one in flight when it asks (it waits for the next one), or its own.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,17 +26,11 @@ struct Directory {
 }
 
 /// The directories seen so far (one per day of sessions, each a few words).
-static DIRECTORIES: Mutex<Option<HashMap<PathBuf, Arc<Directory>>>> = Mutex::new(None);
+static DIRECTORIES: Mutex<BTreeMap<PathBuf, Arc<Directory>>> = Mutex::new(BTreeMap::new());
 
 fn directory(dir: &Path) -> Arc<Directory> {
     let mut dirs = DIRECTORIES.lock().unwrap_or_else(PoisonError::into_inner);
-    let dirs = dirs.get_or_insert_with(HashMap::new);
-    if let Some(known) = dirs.get(dir) {
-        return Arc::clone(known);
-    }
-    let new = Arc::<Directory>::default();
-    dirs.insert(dir.to_path_buf(), Arc::clone(&new));
-    new
+    Arc::clone(dirs.entry(dir.to_path_buf()).or_default())
 }
 
 /// Returns once `dir` has been synced after this call began: the entries it held then are on
