@@ -21,6 +21,8 @@ mod policy;
 mod private_tmp;
 pub mod process_start;
 mod support;
+#[cfg(target_os = "linux")]
+pub mod zygote;
 
 use std::ffi::OsString;
 

@@ -15,7 +15,9 @@
 
 mod capture;
 mod format;
+mod zygote;
 
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,14 +131,14 @@ impl ProcessGroupGuard {
     /// SIGTERMs the group, waits up to [`STOP_GRACE`] for the leader, then SIGKILLs the group.
     pub(crate) async fn stop(
         &mut self,
-        child: &mut tokio::process::Child,
+        leader: &mut impl Leads,
     ) -> std::io::Result<std::process::ExitStatus> {
         self.signal(libc::SIGTERM);
-        let status = match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+        let status = match tokio::time::timeout(STOP_GRACE, leader.wait()).await {
             Ok(status) => status,
             Err(_) => {
                 self.signal(libc::SIGKILL);
-                child.wait().await
+                leader.wait().await
             }
         };
         self.kill();
@@ -188,6 +190,85 @@ pub(crate) struct Started {
     _own: deputy_sandbox::OwnChild<'static>,
 }
 
+/// `req`'s program and arguments, if it can be started at all.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a stat before the fork: a command must be spawned from a long-lived runtime thread (see the module docs)"
+)]
+fn runnable(req: &ExecRequest) -> Result<(&String, &[String]), ExecError> {
+    let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
+    if !req.cwd.is_dir() {
+        return Err(ExecError::MissingWorkdir(req.cwd.clone()));
+    }
+    Ok((program, args))
+}
+
+/// The process leading a command's group: started by deputy (counted as its own child), or
+/// forked by the zygote.
+enum Leader {
+    Spawned {
+        child: tokio::process::Child,
+        _own: deputy_sandbox::OwnChild<'static>,
+    },
+    Forked(zygote::Forked),
+}
+
+/// A process whose exit can be awaited: the leader of a command's group.
+pub(crate) trait Leads {
+    /// Waits for the exit status; cancel-safe.
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus>;
+}
+
+impl Leads for tokio::process::Child {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        tokio::process::Child::wait(self).await
+    }
+}
+
+impl Leads for Leader {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Self::Spawned { child, .. } => child.wait().await,
+            Self::Forked(forked) => forked.wait().await,
+        }
+    }
+}
+
+impl Leader {
+    /// Starts `req` with its output to `stdout` and `stderr` and no input: through the
+    /// launcher's zygote when it can take it, else as [`start`] does.
+    async fn start(
+        req: &ExecRequest,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+    ) -> Result<(Self, ProcessGroupGuard), ExecError> {
+        runnable(req)?;
+        if let Some(forked) = zygote::start(req, stdout.as_fd(), stderr.as_fd()).await {
+            let forked = forked?;
+            let group = ProcessGroupGuard(i32::try_from(forked.pid()).ok());
+            return Ok((Self::Forked(forked), group));
+        }
+        let Started { child, group, _own } = start(req, |command| {
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(stdout))
+                .stderr(Stdio::from(stderr));
+        })?;
+        Ok((Self::Spawned { child, _own }, group))
+    }
+}
+
+/// A pipe whose ends are closed on exec: the read end for deputy, the write end for a
+/// command (which gets it as one of its standard streams).
+fn output_pipe() -> Result<(tokio::net::unix::pipe::Receiver, OwnedFd), ExecError> {
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|err| ExecError::Io(err.into()))?;
+    Ok((
+        tokio::net::unix::pipe::Receiver::from_owned_fd(read)?,
+        write,
+    ))
+}
+
 /// Starts `req` with the standard streams `stdio` sets up. Must be called on a thread that
 /// lives as long as deputy (see the module's documentation).
 #[allow(
@@ -198,10 +279,7 @@ pub(crate) fn start(
     req: &ExecRequest,
     stdio: impl FnOnce(&mut Command),
 ) -> Result<Started, ExecError> {
-    let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
-    if !req.cwd.is_dir() {
-        return Err(ExecError::MissingWorkdir(req.cwd.clone()));
-    }
+    let (program, args) = runnable(req)?;
     let mut command = Command::new(program);
     command
         .args(args)
@@ -281,17 +359,12 @@ pub async fn run_command(
     cancel: &CancellationToken,
     mut on_output: impl FnMut(ExecOutputStream, &[u8]),
 ) -> Result<ExecOutput, ExecError> {
-    let mut started = start(req, |command| {
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-    })?;
+    let (mut stdout, stdout_end) = output_pipe()?;
+    let (mut stderr, stderr_end) = output_pipe()?;
+    // Only the command holds the write ends from here on: its exit closes the pipes.
+    let (mut leader, mut group) = Leader::start(req, stdout_end, stderr_end).await?;
+    let (leader, group) = (&mut leader, &mut group);
     let start = Instant::now();
-    let (child, group) = (&mut started.child, &mut started.group);
-    let piped = |name| ExecError::Io(std::io::Error::other(format!("{name} was not piped")));
-    let mut stdout = child.stdout.take().ok_or_else(|| piped("stdout"))?;
-    let mut stderr = child.stderr.take().ok_or_else(|| piped("stderr"))?;
 
     let mut out = Captured::default();
     let (mut out_buf, mut err_buf) = (ReadBuffer::new(), ReadBuffer::new());
@@ -321,7 +394,7 @@ pub async fn run_command(
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => out.push(ExecOutputStream::Stderr, err_buf.filled(n), &mut on_output),
             },
-            exit = child.wait(), if status.is_none() => {
+            exit = leader.wait(), if status.is_none() => {
                 status = Some(exit?);
                 // Whatever the command left behind in its group dies with it, so a
                 // background child holding the pipes open cannot stall the turn.
@@ -331,13 +404,13 @@ pub async fn run_command(
             }
             () = &mut deadline, if status.is_none() => {
                 timed_out = true;
-                status = Some(group.stop(child).await?);
+                status = Some(group.stop(leader).await?);
                 kill_escaped().await;
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_GRACE);
             }
             () = drain_sleep => break,
             () = cancel.cancelled() => {
-                let _ = group.stop(child).await;
+                let _ = group.stop(leader).await;
                 kill_escaped().await;
                 return Err(ExecError::Cancelled);
             }

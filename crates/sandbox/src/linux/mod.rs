@@ -14,6 +14,7 @@ mod subreaper;
 mod supervisor;
 mod syscall_filter;
 mod terminal_guard;
+mod zygote;
 
 use std::ffi::OsString;
 
@@ -31,6 +32,14 @@ pub fn launcher_main(args: impl Iterator<Item = OsString>) -> ! {
     // Started as `/proc/self/fd/N` (see `own_launcher`), the kernel would name it `N` in
     // process listings; a name that says what it is instead. Only cosmetic, so unchecked.
     let _ = nix::sys::prctl::set_name(LAUNCHER_NAME);
+    let mut args = args.peekable();
+    if args
+        .peek()
+        .is_some_and(|first| first == crate::zygote::ZYGOTE_FLAG)
+    {
+        args.next();
+        zygote::serve(args);
+    }
     match parse_launch_args(args) {
         Ok(request) => supervisor::run(request),
         Err(err) => supervisor::refuse(&err),
