@@ -48,7 +48,7 @@ pub fn zygote_args(fd: RawFd, parent: u32) -> Vec<OsString> {
 
 /// What a zygote was asked to start: the launcher's arguments, the environment, the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForkRequest {
+pub(crate) struct ForkRequest {
     /// The arguments after [`LAUNCHER_SUBCOMMAND`].
     pub args: Vec<OsString>,
     /// The supervisor's whole environment, which the command inherits.
@@ -98,7 +98,7 @@ pub fn encode_request<'a>(
 }
 
 /// Reads what [`encode_request`] wrote; `None` if the bytes are not that.
-pub fn decode_request(bytes: &[u8]) -> Option<ForkRequest> {
+pub(crate) fn decode_request(bytes: &[u8]) -> Option<ForkRequest> {
     let mut rest = bytes;
     let mut section = || -> Option<Vec<Vec<u8>>> {
         let (count, after) = rest.split_first_chunk::<4>()?;
@@ -237,7 +237,7 @@ pub(crate) type Received = (u64, Option<[OwnedFd; 3]>);
 pub(crate) fn receive_request(socket: BorrowedFd<'_>) -> io::Result<Option<Received>> {
     let mut bytes = [0u8; 8];
     let mut space = nix::cmsg_space!([RawFd; 3]);
-    let (len, truncated, mut fds) = {
+    let (len, truncated, fds) = {
         let mut iov = [io::IoSliceMut::new(&mut bytes)];
         let msg = loop {
             match recvmsg::<()>(
@@ -270,16 +270,11 @@ pub(crate) fn receive_request(socket: BorrowedFd<'_>) -> io::Result<Option<Recei
     if len == 0 && fds.is_empty() {
         return Ok(None);
     }
-    let id = u64::from_le_bytes(bytes);
-    if len != bytes.len() || truncated || fds.len() != 3 {
-        return Ok(Some((id, None)));
-    }
-    let request = fds.pop();
-    let stderr = fds.pop();
-    let stdout = fds.pop();
+    let whole = len == bytes.len() && !truncated;
+    // Anything but exactly three descriptors is dropped (closed) here.
     Ok(Some((
-        id,
-        stdout.zip(stderr).zip(request).map(|((a, b), c)| [a, b, c]),
+        u64::from_le_bytes(bytes),
+        <[OwnedFd; 3]>::try_from(fds).ok().filter(|_| whole),
     )))
 }
 

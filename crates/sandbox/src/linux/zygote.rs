@@ -193,7 +193,9 @@ fn run_child(socket: BorrowedFd<'_>, reaped: &SignalFd, zygote: Pid, fds: [Owned
     // nothing reads the environment while it changes.
     unsafe {
         libc::clearenv();
-        for (key, value) in &request.env {
+        // A variable without a name cannot be set (`set_var` would panic): it is left out,
+        // as the standard library leaves it out of an environment it reads.
+        for (key, value) in request.env.iter().filter(|(key, _)| !key.is_empty()) {
             std::env::set_var(key, value);
         }
     }
