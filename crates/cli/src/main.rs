@@ -656,8 +656,13 @@ fn server_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// How long deputy waits at exit for its commands' zygote to end (it takes well under a
+/// millisecond; the bound only keeps a stuck one from holding deputy up).
+const ZYGOTE_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Runs a front door to its end, then leaves without waiting for blocked reads of stdin:
-/// after a signal, nobody will close it.
+/// after a signal, nobody will close it. The commands' zygote is ended and waited for, so
+/// that the CPU time of what it ran is counted in deputy's.
 fn run_to_end(
     runtime: tokio::runtime::Runtime,
     front_door: impl std::future::Future<Output = anyhow::Result<i32>>,
@@ -665,6 +670,7 @@ fn run_to_end(
     deputy_core::start_sandbox_probe();
     let result = runtime.block_on(front_door);
     runtime.shutdown_background();
+    deputy_core::exec::stop_zygotes(ZYGOTE_EXIT_WAIT);
     deputy_core::wait_for_sandbox_probe();
     result
 }

@@ -2,6 +2,7 @@
 //! once, a child of deputy, forking a supervisor per command): each test reads the process
 //! tree from the command itself (`/proc/$PPID/stat`: the command's parent is its supervisor,
 //! whose parent is the zygote) and kills the zygote to see that deputy carries on without it.
+//! At exit, deputy ends the zygote and waits for it, so what its commands cost is counted.
 
 #![allow(
     clippy::unwrap_used,
@@ -109,5 +110,57 @@ fn a_killed_zygote_ends_its_commands_and_deputy_starts_the_next_ones_itself() {
             .lines()
             .any(|line| line.trim() == server_pid.to_string()),
         "the next command's supervisor is not deputy's child: {told:?}"
+    );
+    // The killer's supervisor, orphaned with the zygote, came to deputy and was waited for.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !zombies_of(server_pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let zombies = zombies_of(server_pid);
+    assert!(zombies.is_empty(), "deputy leaves zombies: {zombies:?}");
+}
+
+/// The children of `parent` that have ended and not been waited for.
+fn zombies_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // `pid (comm) state ppid …`: the name may hold spaces, its last `)` ends it.
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let after = stat.rsplit_once(')').map_or("", |(_, after)| after);
+            let mut fields = after.split_whitespace();
+            fields.next() == Some("Z") && fields.next() == Some(parent.to_string().as_str())
+        })
+        .collect()
+}
+
+#[test]
+fn what_its_commands_cost_counts_in_deputy_s_cpu_time_once_it_exits() {
+    let server = Server::start(json!({}));
+    // Spins until this shell has used a second of CPU time of its own (/proc's utime, in
+    // clock ticks of 1/100 s).
+    let burn = "ticks=0; while [ $ticks -lt 100 ]; do for i in {1..2000}; do :; done; \
+                ticks=$(cut -d' ' -f14 /proc/$$/stat); done; echo burnt $ticks";
+    let told = server.run(
+        "danger-full-access",
+        "never",
+        &[shell_command("burn", burn)],
+    );
+    assert_eq!(exit_code(&told[0]), 0, "{told:?}");
+    assert!(told[0].contains("burnt "), "{told:?}");
+    server.client.close_stdin();
+    let cpu = server
+        .client
+        .wait_exit_with_cpu(Duration::from_secs(60))
+        .expect("deputy did not exit after its stdin closed");
+    // The command's second came through its supervisor and the zygote, each waited for.
+    assert!(
+        cpu >= Duration::from_secs(1),
+        "deputy and what it waited for used {cpu:?}: the command's CPU time was lost"
     );
 }

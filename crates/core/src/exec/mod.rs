@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use capture::HeadTailBuffer;
 pub use format::{format_exec_output, truncate_middle};
+pub use zygote::stop_zygotes;
 
 /// Bytes kept of each stream (and of the interleaved output) per command.
 pub const CAPTURE_CAP_BYTES: usize = 1024 * 1024;

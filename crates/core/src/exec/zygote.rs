@@ -18,7 +18,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use deputy_sandbox::zygote::{Reply, encode_request, receive_reply, send_request, zygote_args};
 use tokio::sync::oneshot;
@@ -138,6 +139,8 @@ struct Zygote {
     socket: OwnedFd,
     next_id: AtomicU64,
     waiting: Mutex<Waiting>,
+    /// Signalled once the zygote has been waited for (or was never started).
+    reaped: Condvar,
 }
 
 /// What became of a request.
@@ -164,6 +167,10 @@ struct Waiting {
     ready: bool,
     /// The zygote could not be started or has ended: no request is sent any more.
     gone: bool,
+    /// Deputy is exiting and ended the zygote itself.
+    stopping: bool,
+    /// The zygote was never started, or has ended and been waited for.
+    reaped: bool,
 }
 
 /// Every launcher's zygote in this process (deputy has one launcher; tests may have more).
@@ -188,6 +195,7 @@ impl Zygote {
             socket: ours,
             next_id: AtomicU64::new(0),
             waiting: Mutex::default(),
+            reaped: Condvar::new(),
         });
         let serving = zygote.clone();
         std::thread::Builder::new()
@@ -212,6 +220,7 @@ impl Zygote {
                     self.launcher.display()
                 );
                 self.end();
+                self.mark_reaped();
                 return;
             }
         };
@@ -226,9 +235,24 @@ impl Zygote {
                 }
             }
         }
-        self.end();
+        let orphans = self.end();
         let status = child.wait();
-        tracing::warn!("the zygote ended ({status:?}); commands are started anew from now on");
+        self.mark_reaped();
+        if !lock(&self.waiting).stopping {
+            tracing::warn!("the zygote ended ({status:?}); commands are started anew from now on");
+        }
+        // The supervisors it was running died with it (their parent-death signal) and
+        // came to deputy, the subreaper: waited for here, they leave no zombies behind.
+        for pid in orphans {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+            }
+        }
+    }
+
+    fn mark_reaped(&self) {
+        lock(&self.waiting).reaped = true;
+        self.reaped.notify_all();
     }
 
     fn spawn(&self, theirs: &OwnedFd) -> io::Result<std::process::Child> {
@@ -286,7 +310,8 @@ impl Zygote {
 
     /// No more requests; everyone waiting learns the zygote is gone: those it never read
     /// are started the usual way; the others (perhaps forked, never reported) fail.
-    fn end(&self) {
+    /// Returns the supervisors it had started and not reported ended.
+    fn end(&self) -> Vec<u32> {
         let mut waiting = lock(&self.waiting);
         waiting.gone = true;
         let unread = !waiting.ready;
@@ -295,6 +320,40 @@ impl Zygote {
                 let _ = started.send(Outcome::Unread);
             }
         }
-        waiting.exits.clear();
+        waiting.exits.drain().map(|(pid, _)| pid).collect()
+    }
+}
+
+/// Ends every zygote, for deputy's exit, and waits up to `within` until each has been
+/// waited for: then its CPU time, and that of the supervisors it waited for, is counted
+/// in deputy's own (`getrusage`'s children), as when deputy executed each launcher itself,
+/// instead of being lost with a zygote killed by its parent-death signal. A command still
+/// running ends with its zygote; a later command is started the usual way.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "called once the runtime is shut down, to wait a bounded time at exit"
+)]
+pub fn stop_zygotes(within: Duration) {
+    let deadline = Instant::now() + within;
+    let zygotes = lock(&ZYGOTES).clone();
+    for zygote in &zygotes {
+        lock(&zygote.waiting).stopping = true;
+        // The zygote reads the end of its requests and exits; the thread serving it reads
+        // the end of its replies and waits for it.
+        let _ =
+            nix::sys::socket::shutdown(zygote.socket.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+    }
+    for zygote in &zygotes {
+        let mut waiting = lock(&zygote.waiting);
+        while !waiting.reaped {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return;
+            };
+            waiting = zygote
+                .reaped
+                .wait_timeout(waiting, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 }

@@ -344,6 +344,38 @@ impl StdioClient {
         }
     }
 
+    /// Waits up to `timeout` for the child to exit and returns the CPU time (user and
+    /// system) that it and every descendant it waited for used, as `wait4(2)` reports it;
+    /// `None` if it is still running or was already waited for.
+    pub fn wait_exit_with_cpu(&self, timeout: Duration) -> Option<Duration> {
+        let pid = libc::pid_t::try_from(self.pid).ok()?;
+        // Held throughout, so that `Child::try_wait` cannot reap the child meanwhile.
+        let _child = lock(&self.child);
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut status = 0;
+            // SAFETY: wait4 writes the status and an `rusage` into the live locals; an
+            // all-zero `rusage` is valid.
+            let (reaped, usage) = unsafe {
+                let mut usage: libc::rusage = std::mem::zeroed();
+                let reaped = libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage);
+                (reaped, usage)
+            };
+            if reaped == pid {
+                let of = |tv: libc::timeval| {
+                    Duration::from_secs(tv.tv_sec.unsigned_abs())
+                        + Duration::from_micros(tv.tv_usec.unsigned_abs())
+                };
+                return Some(of(usage.ru_utime) + of(usage.ru_stime));
+            }
+            let now = Instant::now();
+            if reaped != 0 || now >= deadline {
+                return None;
+            }
+            thread::sleep(EXIT_POLL_INTERVAL.min(deadline - now));
+        }
+    }
+
     /// Kills the child's whole process group and reaps the child.
     pub fn kill(&self) {
         let mut child = lock(&self.child);
