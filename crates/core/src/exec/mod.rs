@@ -243,13 +243,13 @@ impl Leader {
         stdout: OwnedFd,
         stderr: OwnedFd,
     ) -> Result<(Self, ProcessGroupGuard), ExecError> {
-        runnable(req)?;
+        let (program, args) = runnable(req)?;
         if let Some(forked) = zygote::start(req, stdout.as_fd(), stderr.as_fd()).await {
             let forked = forked?;
             let group = ProcessGroupGuard(i32::try_from(forked.pid()).ok());
             return Ok((Self::Forked(forked), group));
         }
-        let Started { child, group, _own } = start(req, |command| {
+        let Started { child, group, _own } = spawn(req, program, args, |command| {
             command
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(stdout))
@@ -272,15 +272,21 @@ fn output_pipe() -> Result<(tokio::net::unix::pipe::Receiver, OwnedFd), ExecErro
 
 /// Starts `req` with the standard streams `stdio` sets up. Must be called on a thread that
 /// lives as long as deputy (see the module's documentation).
-#[allow(
-    clippy::disallowed_methods,
-    reason = "a stat before the fork: a command must be spawned from a long-lived runtime thread (see the module docs)"
-)]
 pub(crate) fn start(
     req: &ExecRequest,
     stdio: impl FnOnce(&mut Command),
 ) -> Result<Started, ExecError> {
     let (program, args) = runnable(req)?;
+    spawn(req, program, args, stdio)
+}
+
+/// [`start`], once [`runnable`] has given `req`'s program and arguments.
+fn spawn(
+    req: &ExecRequest,
+    program: &String,
+    args: &[String],
+    stdio: impl FnOnce(&mut Command),
+) -> Result<Started, ExecError> {
     let mut command = Command::new(program);
     command
         .args(args)
