@@ -368,6 +368,9 @@ impl StdioClient {
                 };
                 return Some(of(usage.ru_utime) + of(usage.ru_stime));
             }
+            if reaped == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
             let now = Instant::now();
             if reaped != 0 || now >= deadline {
                 return None;
