@@ -65,6 +65,15 @@ impl ApprovalGate {
         lock(&self.pending).clear();
     }
 
+    /// Whether any command with this argv was approved for the session, wherever it ran:
+    /// when none was, [`Self::command_approved_for_session`] cannot be true, and its
+    /// directory need not be resolved.
+    pub fn argv_approved_for_session(&self, argv: &[String]) -> bool {
+        lock(&self.approved_commands)
+            .iter()
+            .any(|approved| approved.argv == argv)
+    }
+
     /// Whether this command was approved for the session.
     pub fn command_approved_for_session(&self, command: &CommandApproval) -> bool {
         lock(&self.approved_commands).contains(command)
@@ -154,7 +163,11 @@ mod tests {
     fn session_approvals_match_argv_cwd_and_sandbox_mode_and_all_files() {
         let gate = ApprovalGate::new();
         let ws = SandboxMode::WorkspaceWrite;
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert!(!gate.argv_approved_for_session(&argv(&["touch", "a"])));
         gate.approve_command_for_session(command(&["touch", "a"], "/w", ws));
+        assert!(gate.argv_approved_for_session(&argv(&["touch", "a"])));
+        assert!(!gate.argv_approved_for_session(&argv(&["touch", "b"])));
         assert!(gate.command_approved_for_session(&command(&["touch", "a"], "/w", ws)));
         assert!(!gate.command_approved_for_session(&command(&["touch", "b"], "/w", ws)));
         assert!(!gate.command_approved_for_session(&command(&["touch", "a"], "/", ws)));

@@ -45,16 +45,16 @@ pub(super) async fn permit(ctx: &TurnContext, req: &ShellRequest<'_>) -> Result<
     let config = &ctx.config;
     let sandbox = sandboxing::availability(config).await;
     let item = CommandItem::new(ctx, req);
-    let approval = session_approval(config, req).await;
+    let approvals = &ctx.session.approvals;
+    // The directory is resolved (off the runtime) only when this argv was approved somewhere.
+    let approved_for_session = approvals.argv_approved_for_session(&req.argv)
+        && approvals.command_approved_for_session(&session_approval(config, req).await);
     let assessment = assess_exec(ExecRequestFacts {
         policy: config.approval_policy,
         mode: config.sandbox_mode,
         known_safe: known_safety(&req.argv),
         escalation: req.escalation.as_deref(),
-        approved_for_session: ctx
-            .session
-            .approvals
-            .command_approved_for_session(&approval),
+        approved_for_session,
         sandbox_available: sandbox.as_ref().map(|_| ()).map_err(String::as_str),
     });
     match assessment {
