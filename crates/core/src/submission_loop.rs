@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use deputy_protocol::{
     Op, ReviewRequest, Submission, ThreadEventMsg, TurnAbortReason, WarningEvent,
 };
-use tokio::sync::mpsc;
+use futures::StreamExt;
+use futures::channel::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +42,8 @@ fn spawn(
     announce: impl FnOnce(&Thread),
     read_project_docs: bool,
 ) -> Arc<Thread> {
-    let (submit_tx, submit_rx) = mpsc::unbounded_channel();
+    let (submit_tx, submit_rx) = mpsc::unbounded();
+    let stopped = CancellationToken::new();
     let log = Arc::new(EventLog::new(
         start.id.clone(),
         start.next_seq,
@@ -66,12 +68,14 @@ fn spawn(
     let thread = Arc::new(Thread::new(
         start.id,
         settings,
-        submit_tx,
+        (submit_tx, stopped.clone()),
         log,
         tools.clone(),
     ));
     announce(&thread);
     tokio::spawn(async move {
+        // Dropped last, when the loop has ended or its task is dropped.
+        let _stopped = stopped.drop_guard();
         // The start-up steps run boxed, freed once done: the task is as large as its
         // largest step for as long as the thread lives, idle or not.
         if read_project_docs {
@@ -137,7 +141,7 @@ async fn start_mcp_servers(
     let unusable = loop {
         let submission = tokio::select! {
             unusable = &mut starting => break unusable,
-            submission = ops.recv(), if !cancel.is_cancelled() => submission.map(|boxed| *boxed),
+            submission = ops.next(), if !cancel.is_cancelled() => submission.map(|boxed| *boxed),
         };
         let Some(submission) = submission else {
             let _ = abort_waiting(session, &mut held, |_| true);
@@ -229,7 +233,7 @@ async fn submission_loop(
                     }
                     continue;
                 }
-                submission = ops.recv() => submission.map(|boxed| *boxed),
+                submission = ops.next() => submission.map(|boxed| *boxed),
             },
         };
         let Some(Submission { id, op }) = submission else {

@@ -14,7 +14,9 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use futures::StreamExt;
+use futures::channel::mpsc;
+use tokio::sync::{Semaphore, oneshot};
 
 use super::event_index::EventIndex;
 use super::reader::resumed_from_bytes;
@@ -117,7 +119,7 @@ pub(super) async fn write_loop(
     let _ = Box::pin(out.sync_dir()).await;
     // Every step that waits for the disk runs boxed: the task is as large as its largest
     // await for as long as the thread lives, and an idle thread only waits for a command.
-    while let Some(command) = commands.recv().await {
+    while let Some(command) = commands.next().await {
         match *command {
             Command::Record(lines) => {
                 if out.queue(&lines, false) {
