@@ -111,10 +111,21 @@ impl ThreadManager {
     /// async runtime, then spawns it. Its log opens with `session_configured` and the
     /// configuration's warnings; its AGENTS.md instructions and MCP servers are loaded by
     /// the thread itself before its first turn. Must be called within a tokio runtime.
-    pub async fn start(&self, mut config: Config) -> Result<Arc<Thread>, StartError> {
+    ///
+    /// The configuration is boxed before anything waits: a start waits for one of the
+    /// blocking pool's places, and a thousand calls at once would otherwise each hold it
+    /// in every future of the way there (800 B a copy).
+    pub fn start(
+        &self,
+        config: Config,
+    ) -> impl Future<Output = Result<Arc<Thread>, StartError>> + Send + '_ {
+        self.start_boxed(Box::new(config))
+    }
+
+    async fn start_boxed(&self, mut config: Box<Config>) -> Result<Arc<Thread>, StartError> {
         config.sandbox_launcher = self.sandbox_launcher.clone();
         let source = self.source;
-        let (start, configured) = off_runtime(move || prepare_start(config, source))
+        let (start, configured) = off_runtime(move || prepare_start(*config, source))
             .await
             .map_err(StartError::Stopped)??;
         let id = start.id.clone();

@@ -107,23 +107,27 @@ impl DeputyServer {
         &self,
         args: serde_json::Value,
     ) -> Result<(Arc<Thread>, String), CallToolResult> {
-        let params: CodexToolCallParam = serde_json::from_value(args).map_err(|err| {
-            tool_result(None, format!("Invalid arguments for `codex`: {err}"), true)
-        })?;
-        let mut layers = (*self.layers).clone();
-        params.apply_to(&mut layers);
-        let config = layers.load().map_err(|err| {
-            tool_result(None, format!("Failed to load configuration: {err}"), true)
-        })?;
-        // Refused before a session exists, in the words `deputy exec` uses.
-        config
-            .check_api_key()
-            .map_err(|err| tool_result(None, err.to_string(), true))?;
-        let thread =
-            self.manager.start(config).await.map_err(|err| {
-                tool_result(None, format!("Failed to start session: {err}"), true)
+        // What is built here is dropped before the start is waited for: a thousand calls
+        // at once wait, and each would hold its arguments, layers and configuration.
+        let (starting, prompt) = {
+            let params: CodexToolCallParam = serde_json::from_value(args).map_err(|err| {
+                tool_result(None, format!("Invalid arguments for `codex`: {err}"), true)
             })?;
-        Ok((thread, params.prompt))
+            let mut layers = (*self.layers).clone();
+            params.apply_to(&mut layers);
+            let config = layers.load().map_err(|err| {
+                tool_result(None, format!("Failed to load configuration: {err}"), true)
+            })?;
+            // Refused before a session exists, in the words `deputy exec` uses.
+            config
+                .check_api_key()
+                .map_err(|err| tool_result(None, err.to_string(), true))?;
+            (self.manager.start(config), params.prompt)
+        };
+        let thread = starting
+            .await
+            .map_err(|err| tool_result(None, format!("Failed to start session: {err}"), true))?;
+        Ok((thread, prompt))
     }
 
     async fn call_codex_reply(
