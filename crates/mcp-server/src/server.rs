@@ -93,8 +93,8 @@ impl DeputyServer {
     }
 
     async fn call_codex(&self, call: &CallContext, args: serde_json::Value) -> CallToolResponse {
-        // Boxed: starting holds far more than the turn that follows does.
-        match Box::pin(self.start_codex_thread(args)).await {
+        // Not boxed: the start holds less than the turn that follows (see `future_sizes`).
+        match self.start_codex_thread(args).await {
             // From the start of the log: `session_configured` and any configuration warnings.
             Ok((thread, prompt)) => run_turn(call, &thread, prompt, Some(0)).await,
             Err(refused) => refused.into(),
@@ -391,6 +391,8 @@ mod future_sizes {
         let call_codex = output_size::<(&DeputyServer, &CallContext, serde_json::Value), _>(
             &DeputyServer::call_codex,
         );
+        let start_codex_thread =
+            output_size::<(&DeputyServer, serde_json::Value), _>(&DeputyServer::start_codex_thread);
         let start =
             output_size::<(&ThreadManager, deputy_core::config::Config), _>(&ThreadManager::start);
         let run_turn =
@@ -403,9 +405,15 @@ mod future_sizes {
             call_tool < call_codex,
             "call_tool {call_tool} B holds call_codex {call_codex} B"
         );
+        // A call waiting for its thread's start holds less than its turn will: its
+        // arguments and configuration are built and dropped (or boxed) before the wait.
         assert!(
-            call_codex < start,
-            "call_codex {call_codex} B holds a thread's start {start} B"
+            start < size_of::<deputy_core::config::Config>(),
+            "a thread's start {start} B holds its configuration unboxed"
+        );
+        assert!(
+            start_codex_thread < run_turn,
+            "a codex call's start {start_codex_thread} B outweighs its turn {run_turn} B"
         );
         assert!(
             run_turn < mrtr_start,
