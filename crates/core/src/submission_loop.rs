@@ -68,7 +68,8 @@ fn spawn(
     let thread = Arc::new(Thread::new(
         start.id,
         settings,
-        (submit_tx, stopped.clone()),
+        submit_tx,
+        stopped.clone(),
         log,
         tools.clone(),
     ));

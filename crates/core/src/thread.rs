@@ -74,7 +74,8 @@ impl Thread {
     pub(crate) fn new(
         id: String,
         settings: Arc<Mutex<TurnSettings>>,
-        (submit_tx, stopped): (OpSender, CancellationToken),
+        submit_tx: OpSender,
+        stopped: CancellationToken,
         log: Arc<EventLog>,
         tools: Arc<ThreadTools>,
     ) -> Self {
