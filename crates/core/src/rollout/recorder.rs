@@ -33,10 +33,8 @@ pub(super) use super::writer::lock_exclusive;
 #[derive(Debug, Clone)]
 pub struct RolloutRecorder {
     path: Arc<PathBuf>,
-    /// futures' channel, not tokio's: an idle thread keeps its channel for as long as it
-    /// is loaded, and tokio's takes 800 B (cache-padded fields, room for 32 commands at
-    /// once) where this one takes about 100 (`deputy-bench`: idle-memory). Commands travel
-    /// boxed, one small node each.
+    /// futures' channel, commands boxed: an idle thread keeps it, as it keeps its op
+    /// channel (`thread::OpSender` says why not tokio's).
     tx: mpsc::UnboundedSender<Box<Command>>,
     shared: Arc<Shared>,
 }
