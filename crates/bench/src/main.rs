@@ -44,9 +44,7 @@ struct Args {
     /// A Codex CLI binary to measure the same way, for comparison.
     #[arg(long, value_name = "PATH")]
     codex: Option<PathBuf>,
-    /// Run only this workload (repeatable): cold-start, launcher, turn-overhead, concurrency,
-    /// concurrency-1000, idle-memory, event-latency, output-flood, resume, patch,
-    /// http-sessions, http-overhead.
+    /// Run only this workload (repeatable)
     #[arg(long = "workload", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     workloads: Vec<String>,
     /// How many times each workload runs per server.

@@ -117,8 +117,14 @@ impl Home {
 
     /// `<target> mcp-server` with this home and a clean environment for it.
     pub fn command(&self, target: &Target) -> Command {
+        self.command_for(target, "mcp-server")
+    }
+
+    /// `<target> <subcommand>` (a stdio front door) with this home and a clean
+    /// environment for it.
+    pub fn command_for(&self, target: &Target, subcommand: &str) -> Command {
         let mut cmd = Command::new(&target.path);
-        cmd.arg("mcp-server");
+        cmd.arg(subcommand);
         for (name, _) in std::env::vars_os() {
             let name_text = name.to_string_lossy();
             if name_text.starts_with("DEPUTY_") || name_text.starts_with("CODEX_") {

@@ -4,6 +4,7 @@ mod cold_start;
 mod concurrency;
 mod event_latency;
 mod flood;
+mod front_doors;
 mod http;
 mod idle_memory;
 mod launcher;
@@ -24,8 +25,9 @@ use crate::server::{Reply, ServerProcess};
 use crate::target::{Home, Target};
 
 /// Every workload's name, in the order they run and print.
-pub const NAMES: [&str; 14] = [
+pub const NAMES: [&str; 15] = [
     "cold-start",
+    "front-doors",
     "launcher",
     "turn-overhead",
     "concurrency",
@@ -67,6 +69,7 @@ pub trait Workload {
 pub fn create(name: &str) -> Option<Box<dyn Workload>> {
     Some(match name {
         "cold-start" => Box::new(cold_start::ColdStart),
+        "front-doors" => Box::new(front_doors::FrontDoors),
         "launcher" => Box::new(launcher::Launcher),
         "turn-overhead" => Box::new(turns::TurnOverhead),
         "concurrency" => Box::new(concurrency::Concurrency::sixty_four()),
