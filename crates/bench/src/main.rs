@@ -44,7 +44,7 @@ struct Args {
     /// A Codex CLI binary to measure the same way, for comparison.
     #[arg(long, value_name = "PATH")]
     codex: Option<PathBuf>,
-    /// Run only this workload (repeatable)
+    /// Run only this workload (repeatable).
     #[arg(long = "workload", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(NAMES))]
     workloads: Vec<String>,
     /// How many times each workload runs per server.

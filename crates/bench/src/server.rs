@@ -81,7 +81,7 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `cmd` (with `mcp-server` already among its arguments).
+    /// Starts `cmd`, a stdio JSON-RPC server (its subcommand already among its arguments).
     pub fn spawn(mut cmd: Command) -> anyhow::Result<Self> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
